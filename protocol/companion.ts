@@ -1,0 +1,109 @@
+// The companion server's JSON-RPC contract: every method's name, params and result as zod
+// schemas, notifications, and one error-code enum. The server validates each request against
+// this table and any editor (VS Code or a script) can drive the server from it alone.
+import { z } from 'zod';
+
+export const COMPANION_PROTOCOL_VERSION = 1;
+
+/** Stable error codes carried in JSON-RPC `error.data.code`. */
+export const CompanionErrorCodeSchema = z.enum([
+  'invalid_params',
+  'not_found',
+  'conflict',
+  'not_ready',
+  'unavailable',
+  'cancelled',
+  'refused',
+  'internal',
+]);
+export type CompanionErrorCode = z.infer<typeof CompanionErrorCodeSchema>;
+
+/** JSON-RPC numeric codes: the reserved ones, and one application range for our stable codes. */
+export const JsonRpcErrorNumber = {
+  ParseError: -32700,
+  InvalidRequest: -32600,
+  MethodNotFound: -32601,
+  InvalidParams: -32602,
+  InternalError: -32603,
+  RequestCancelled: -32800,
+  /** Every application error; `data.code` says which. */
+  ApplicationError: -32000,
+} as const;
+
+export const CompanionErrorDataSchema = z.object({
+  code: CompanionErrorCodeSchema,
+  /** For invalid params: where (zod issue paths) and why. */
+  issues: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
+  /** A lower-level stable code, e.g. a bundle error code or a gateway status. */
+  cause: z.string().optional(),
+});
+export type CompanionErrorData = z.infer<typeof CompanionErrorDataSchema>;
+
+export interface MethodDefinition<P extends z.ZodType, R extends z.ZodType> {
+  readonly name: string;
+  readonly description: string;
+  readonly params: P;
+  readonly result: R;
+  /** Whether the method reports `$/progress` when the caller passes a progress token. */
+  readonly progress: boolean;
+}
+
+/** Declares one method; the table below is built only from these. */
+export function defineMethod<P extends z.ZodType, R extends z.ZodType>(
+  name: string,
+  definition: { description: string; params: P; result: R; progress?: boolean },
+): MethodDefinition<P, R> {
+  return { name, description: definition.description, params: definition.params, result: definition.result, progress: definition.progress ?? false };
+}
+
+export interface NotificationDefinition<P extends z.ZodType> {
+  readonly name: string;
+  readonly description: string;
+  readonly params: P;
+}
+
+export function defineNotification<P extends z.ZodType>(
+  name: string,
+  definition: { description: string; params: P },
+): NotificationDefinition<P> {
+  return { name, description: definition.description, params: definition.params };
+}
+
+export const ProviderKindSchema = z.enum(['local', 'kruntimes']);
+
+export const InitializeParamsSchema = z.object({
+  clientName: z.string().min(1),
+  clientVersion: z.string().optional(),
+  protocolVersion: z.literal(COMPANION_PROTOCOL_VERSION),
+});
+
+export const InitializeResultSchema = z.object({
+  serverVersion: z.string(),
+  protocolVersion: z.literal(COMPANION_PROTOCOL_VERSION),
+  nodeVersion: z.string(),
+  methods: z.array(z.string()),
+});
+
+/**
+ * The method table. Later features add their methods here; the server must implement every
+ * entry, and `docs/protocol.md` is checked against it.
+ */
+export const companionMethods = {
+  initialize: defineMethod('initialize', {
+    description: 'Handshake: versions and the methods this server implements.',
+    params: InitializeParamsSchema,
+    result: InitializeResultSchema,
+  }),
+} as const;
+
+export type CompanionMethods = typeof companionMethods;
+export type CompanionMethodName = keyof CompanionMethods;
+export type ParamsOf<M extends CompanionMethodName> = z.infer<CompanionMethods[M]['params']>;
+export type ResultOf<M extends CompanionMethodName> = z.infer<CompanionMethods[M]['result']>;
+
+export const companionNotifications = {} as const;
+
+/** Formats zod issues as the `issues` of an InvalidParams error. */
+export function zodIssues(error: z.ZodError): { path: string; message: string }[] {
+  return error.issues.map((issue) => ({ path: issue.path.map(String).join('.') || '(root)', message: issue.message }));
+}
