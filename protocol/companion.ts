@@ -39,6 +39,41 @@ export const CompanionErrorDataSchema = z.object({
 });
 export type CompanionErrorData = z.infer<typeof CompanionErrorDataSchema>;
 
+/** `$/progress` value: a phase name and, where known, bytes done of a total. */
+export const ProgressValueSchema = z.object({
+  phase: z.string(),
+  message: z.string().optional(),
+  bytesDone: z.number().int().min(0).optional(),
+  bytesTotal: z.number().int().min(0).optional(),
+  /** 0..100; the last notification of a successful request is 100. */
+  percent: z.number().min(0).max(100).optional(),
+});
+export type ProgressValue = z.infer<typeof ProgressValueSchema>;
+
+export const ProgressTokenSchema = z.union([z.string(), z.number().int()]);
+
+/** Adds the optional client progress token to a progress-reporting method's params. */
+export function withProgressToken<S extends z.ZodObject>(params: S) {
+  return params.extend({ progressToken: ProgressTokenSchema.optional() });
+}
+
+/** An application error with a stable code; the server sends it as JSON-RPC error -32000. */
+export class CompanionError extends Error {
+  override readonly name = 'CompanionError';
+  constructor(
+    readonly code: CompanionErrorCode,
+    message: string,
+    readonly causeCode?: string,
+  ) {
+    super(message);
+  }
+}
+
+export interface MethodExample {
+  params: unknown;
+  result: unknown;
+}
+
 export interface MethodDefinition<P extends z.ZodType, R extends z.ZodType> {
   readonly name: string;
   readonly description: string;
@@ -46,27 +81,30 @@ export interface MethodDefinition<P extends z.ZodType, R extends z.ZodType> {
   readonly result: R;
   /** Whether the method reports `$/progress` when the caller passes a progress token. */
   readonly progress: boolean;
+  /** A request and response for docs/protocol.md (checked against the schemas by a test). */
+  readonly example: MethodExample;
 }
 
 /** Declares one method; the table below is built only from these. */
 export function defineMethod<P extends z.ZodType, R extends z.ZodType>(
   name: string,
-  definition: { description: string; params: P; result: R; progress?: boolean },
+  definition: { description: string; params: P; result: R; progress?: boolean; example: MethodExample },
 ): MethodDefinition<P, R> {
-  return { name, description: definition.description, params: definition.params, result: definition.result, progress: definition.progress ?? false };
+  return { name, progress: false, ...definition };
 }
 
 export interface NotificationDefinition<P extends z.ZodType> {
   readonly name: string;
   readonly description: string;
   readonly params: P;
+  readonly example: unknown;
 }
 
 export function defineNotification<P extends z.ZodType>(
   name: string,
-  definition: { description: string; params: P },
+  definition: { description: string; params: P; example: unknown },
 ): NotificationDefinition<P> {
-  return { name, description: definition.description, params: definition.params };
+  return { name, ...definition };
 }
 
 export const ProviderKindSchema = z.enum(['local', 'kruntimes']);
@@ -93,6 +131,10 @@ export const companionMethods = {
     description: 'Handshake: versions and the methods this server implements.',
     params: InitializeParamsSchema,
     result: InitializeResultSchema,
+    example: {
+      params: { clientName: 'example-client', clientVersion: '1.0.0', protocolVersion: 1 },
+      result: { serverVersion: '0.1.0', protocolVersion: 1, nodeVersion: 'v24.18.1', methods: ['initialize'] },
+    },
   }),
 } as const;
 

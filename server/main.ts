@@ -2,6 +2,7 @@
 // dispatches `sandbox-sessions <command> …` to the command modules under server/cli/.
 import zlib from 'node:zlib';
 import type { CommandHandler, CommandIo } from './cli/io';
+import { runServerCommand } from './cli/serverCommand';
 import { SERVER_VERSION } from './version';
 
 interface CommandEntry {
@@ -10,7 +11,9 @@ interface CommandEntry {
 }
 
 /** Every command the CLI offers; each one is implemented end to end. */
-const commands: Record<string, CommandEntry> = {};
+const commands: Record<string, CommandEntry> = {
+  server: { summary: 'run the companion JSON-RPC server (--stdio)', handler: runServerCommand },
+};
 
 function usage(): string {
   const rows = Object.entries(commands).map(([name, c]) => `  ${name.padEnd(10)} ${c.summary}`);

@@ -1,0 +1,155 @@
+// The companion server's JSON-RPC endpoint: validates every request against the protocol's
+// method table, runs its handler with a cancellation signal and a progress reporter, checks the
+// result, and maps failures to JSON-RPC errors with a stable `data.code`. It never dies on a
+// bad request.
+import {
+  createMessageConnection,
+  type MessageConnection,
+  ProgressType,
+  ResponseError,
+  type ResponseMessage,
+  StreamMessageWriter,
+} from 'vscode-jsonrpc/node';
+import {
+  CompanionError,
+  type CompanionErrorData,
+  type CompanionMethodName,
+  companionMethods,
+  JsonRpcErrorNumber,
+  type ParamsOf,
+  type ProgressValue,
+  ProgressTokenSchema,
+  type ResultOf,
+  zodIssues,
+} from '../../protocol/companion';
+import type { Logger } from '../log';
+import { FrameError, type FramingLimits, ResilientMessageReader, DEFAULT_FRAMING_LIMITS } from './framing';
+import { toCompanionError } from './errorMapping';
+
+export interface RequestContext {
+  /** Aborted when the client sends `$/cancelRequest` or the connection closes. */
+  signal: AbortSignal;
+  /** Reports progress when the client passed a `progressToken`; otherwise a no-op. */
+  progress(value: ProgressValue): void;
+  log: Logger;
+}
+
+export type MethodHandler<M extends CompanionMethodName> = (params: ParamsOf<M>, ctx: RequestContext) => Promise<ResultOf<M>>;
+export type MethodHandlers = { [M in CompanionMethodName]: MethodHandler<M> };
+
+export interface CompanionServerOptions {
+  input: NodeJS.ReadableStream;
+  output: NodeJS.WritableStream;
+  handlers: MethodHandlers;
+  log: Logger;
+  limits?: FramingLimits;
+}
+
+export interface CompanionServer {
+  connection: MessageConnection;
+  /** Resolves when the client closes the input. */
+  closed: Promise<void>;
+  notify(method: string, params: unknown): Promise<void>;
+  dispose(): void;
+}
+
+const progressType = new ProgressType<ProgressValue>();
+
+function isMethodName(name: string): name is CompanionMethodName {
+  return Object.prototype.hasOwnProperty.call(companionMethods, name);
+}
+
+export function startCompanionServer(options: CompanionServerOptions): CompanionServer {
+  const { log } = options;
+  const reader = new ResilientMessageReader(options.input, options.limits ?? DEFAULT_FRAMING_LIMITS);
+  const writer = new StreamMessageWriter(options.output);
+  const connection = createMessageConnection(reader, writer, {
+    error: (m) => log.error(m),
+    warn: (m) => log.warn(m),
+    info: (m) => log.debug(m),
+    log: (m) => log.debug(m),
+  });
+  const open = new Set<AbortController>();
+
+  reader.onError((err) => {
+    log.warn('bad input from client', { error: err.message });
+    if (err instanceof FrameError && err.parseError) {
+      const reply: ResponseMessage = { jsonrpc: '2.0', id: null, error: { code: JsonRpcErrorNumber.ParseError, message: err.message } };
+      void writer.write(reply);
+    }
+  });
+
+  connection.onRequest(async (method, rawParams, token) => {
+    if (!isMethodName(method)) {
+      return new ResponseError<CompanionErrorData>(JsonRpcErrorNumber.MethodNotFound, `unknown method "${method}"`, {
+        code: 'not_found',
+      });
+    }
+    const definition = companionMethods[method];
+    const params: unknown = rawParams === undefined ? {} : rawParams;
+    const parsed = definition.params.safeParse(params);
+    if (!parsed.success) {
+      const issues = zodIssues(parsed.error);
+      return new ResponseError<CompanionErrorData>(
+        JsonRpcErrorNumber.InvalidParams,
+        `invalid params for ${method}: ${issues.map((i) => `${i.path}: ${i.message}`).join('; ')}`,
+        { code: 'invalid_params', issues },
+      );
+    }
+    const controller = new AbortController();
+    open.add(controller);
+    const cancellation = token.onCancellationRequested(() => controller.abort());
+    const progressToken = definition.progress ? ProgressTokenSchema.safeParse((params as { progressToken?: unknown }).progressToken) : undefined;
+    const sendProgress = (value: ProgressValue) => {
+      if (progressToken?.success) void connection.sendProgress(progressType, progressToken.data, value);
+    };
+    const started = Date.now();
+    try {
+      const handler = options.handlers[method] as MethodHandler<typeof method>;
+      const result = await handler(parsed.data as ParamsOf<typeof method>, { signal: controller.signal, progress: sendProgress, log });
+      const checked = definition.result.safeParse(result);
+      if (!checked.success) {
+        log.error('handler returned a result that breaks the protocol', { method, issues: zodIssues(checked.error) });
+        return new ResponseError<CompanionErrorData>(JsonRpcErrorNumber.InternalError, `${method} produced an invalid result`, {
+          code: 'internal',
+        });
+      }
+      sendProgress({ phase: 'done', percent: 100 });
+      log.debug('request done', { method, ms: Date.now() - started });
+      return checked.data;
+    } catch (err) {
+      if (controller.signal.aborted) {
+        return new ResponseError<CompanionErrorData>(JsonRpcErrorNumber.RequestCancelled, `${method} was cancelled`, {
+          code: 'cancelled',
+        });
+      }
+      const mapped = toCompanionError(err);
+      if (mapped.code === 'internal') log.error('request failed', { method, error: err instanceof Error ? err.stack : String(err) });
+      else log.info('request refused', { method, code: mapped.code, cause: mapped.causeCode });
+      return new ResponseError<CompanionErrorData>(
+        mapped.code === 'internal' ? JsonRpcErrorNumber.InternalError : JsonRpcErrorNumber.ApplicationError,
+        mapped.message,
+        { code: mapped.code, ...(mapped.causeCode !== undefined ? { cause: mapped.causeCode } : {}) },
+      );
+    } finally {
+      cancellation.dispose();
+      open.delete(controller);
+    }
+  });
+
+  const closed = new Promise<void>((resolve) => {
+    connection.onClose(() => {
+      for (const c of open) c.abort();
+      resolve();
+    });
+  });
+  connection.listen();
+  return {
+    connection,
+    closed,
+    notify: (method, params) => connection.sendNotification(method, params),
+    dispose: () => connection.dispose(),
+  };
+}
+
+export { CompanionError };

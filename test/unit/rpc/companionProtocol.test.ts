@@ -1,0 +1,79 @@
+// The companion server over real stdio: the handshake, and that bad input — unknown methods,
+// invalid params, malformed JSON, huge or unframed garbage — is answered or skipped while the
+// server stays up for the next valid request.
+import assert from 'node:assert/strict';
+import { ResponseError } from 'vscode-jsonrpc/node';
+import { companionMethods, JsonRpcErrorNumber } from '../../../protocol/companion';
+import { type CompanionProcess, spawnCompanion } from '../../fixtures/companionProcess';
+
+const frame = (body: string | Buffer) => {
+  const bytes = typeof body === 'string' ? Buffer.from(body) : body;
+  return Buffer.concat([Buffer.from(`Content-Length: ${bytes.length}\r\n\r\n`), bytes]);
+};
+
+describe('companion server: JSON-RPC over stdio', function () {
+  this.timeout(30_000);
+  let server: CompanionProcess;
+
+  const initialize = () =>
+    server.connection.sendRequest('initialize', { clientName: 'test', protocolVersion: 1 }) as Promise<{ methods: string[]; protocolVersion: number }>;
+
+  before(async () => {
+    server = spawnCompanion();
+    await initialize();
+  });
+  after(async () => {
+    const code = await server.stop();
+    assert.equal(code, 0, `server exited with ${code}; log:\n${server.stderr()}`);
+  });
+
+  it('answers initialize with its versions and method table', async () => {
+    const result = await initialize();
+    assert.equal(result.protocolVersion, 1);
+    assert.deepEqual(result.methods.sort(), Object.keys(companionMethods).sort());
+  });
+
+  it('answers an unknown method with MethodNotFound', async () => {
+    await assert.rejects(server.connection.sendRequest('sandboxes/explode', {}), (e: unknown) => {
+      assert.ok(e instanceof ResponseError);
+      assert.equal(e.code, JsonRpcErrorNumber.MethodNotFound);
+      assert.deepEqual(e.data, { code: 'not_found' });
+      return true;
+    });
+  });
+
+  it('answers invalid params with the zod issue paths', async () => {
+    await assert.rejects(server.connection.sendRequest('initialize', { clientName: '', protocolVersion: 2 }), (e: unknown) => {
+      assert.ok(e instanceof ResponseError);
+      assert.equal(e.code, JsonRpcErrorNumber.InvalidParams);
+      const data = e.data as { code: string; issues: { path: string }[] };
+      assert.equal(data.code, 'invalid_params');
+      assert.deepEqual(data.issues.map((i) => i.path).sort(), ['clientName', 'protocolVersion']);
+      return true;
+    });
+    await initialize();
+  });
+
+  it('replies ParseError to a malformed JSON frame and stays up', async () => {
+    server.writeRaw(frame('{"jsonrpc":"2.0","id":99,"method":'));
+    assert.equal((await initialize()).protocolVersion, 1);
+    assert.match(server.stdout(), /"id":null,"error":\{"code":-32700,"message":"message body is not valid UTF-8 JSON"\}/);
+  });
+
+  it('skips a 10 MB garbage frame without buffering it, and stays up', async () => {
+    const garbage = Buffer.alloc(10 * 1024 * 1024, 0x7a);
+    server.writeRaw(frame(garbage));
+    assert.equal((await initialize()).protocolVersion, 1);
+    assert.match(server.stdout(), /"id":null,"error":\{"code":-32700,"message":"message of 10485760 bytes exceeds the \d+-byte limit"\}/);
+  });
+
+  it('resynchronises after unframed garbage and answers the next request', async () => {
+    server.writeRaw(Buffer.concat([Buffer.from('GET / HTTP/1.1\r\n\r\n'), Buffer.alloc(20_000, 0x41)]));
+    assert.equal((await initialize()).protocolVersion, 1);
+    assert.match(server.stderr(), /not a Content-Length frame/);
+  });
+
+  it('never writes a token into its log', () => {
+    assert.doesNotMatch(server.stderr(), /Bearer [A-Za-z0-9]/);
+  });
+});
