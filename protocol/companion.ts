@@ -107,19 +107,32 @@ export function defineNotification<P extends z.ZodType>(
   return { name, ...definition };
 }
 
-export const ProviderKindSchema = z.enum(['local', 'kruntimes']);
 
-export const InitializeParamsSchema = z.object({
-  clientName: z.string().min(1),
-  clientVersion: z.string().optional(),
-  protocolVersion: z.literal(COMPANION_PROTOCOL_VERSION),
-});
+/**
+ * `initialize` takes our own fields, or the Language Server Protocol's (`clientInfo`, `processId`,
+ * `capabilities`…) so that vscode-languageclient can start and supervise the server unchanged.
+ */
+export const InitializeParamsSchema = z
+  .looseObject({
+    clientName: z.string().min(1).optional(),
+    clientVersion: z.string().optional(),
+    protocolVersion: z.literal(COMPANION_PROTOCOL_VERSION).optional(),
+    clientInfo: z.looseObject({ name: z.string().min(1), version: z.string().optional() }).optional(),
+    processId: z.number().int().nullable().optional(),
+  })
+  .refine((p) => p.clientName !== undefined || p.clientInfo !== undefined, {
+    message: 'clientName (or LSP clientInfo.name) is required',
+    path: ['clientName'],
+  });
 
 export const InitializeResultSchema = z.object({
   serverVersion: z.string(),
   protocolVersion: z.literal(COMPANION_PROTOCOL_VERSION),
   nodeVersion: z.string(),
   methods: z.array(z.string()),
+  /** LSP fields, for clients that speak the LSP lifecycle. */
+  serverInfo: z.object({ name: z.string(), version: z.string() }),
+  capabilities: z.object({}),
 });
 
 /**
@@ -133,8 +146,23 @@ export const companionMethods = {
     result: InitializeResultSchema,
     example: {
       params: { clientName: 'example-client', clientVersion: '1.0.0', protocolVersion: 1 },
-      result: { serverVersion: '0.1.0', protocolVersion: 1, nodeVersion: 'v24.18.1', methods: ['initialize'] },
+      result: {
+        serverVersion: '0.1.0',
+        protocolVersion: 1,
+        nodeVersion: 'v24.18.1',
+        methods: ['initialize', 'shutdown'],
+        serverInfo: { name: 'sandbox-sessions', version: '0.1.0' },
+        capabilities: {},
+      },
     },
+  }),
+  shutdown: defineMethod('shutdown', {
+    description:
+      'LSP lifecycle: the client is about to send the `exit` notification. Running requests are cancelled; the ' +
+      'local gateway daemon and its sandboxes keep running.',
+    params: z.union([z.object({}), z.null()]).optional(),
+    result: z.null(),
+    example: { params: null, result: null },
   }),
 } as const;
 

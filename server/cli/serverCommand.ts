@@ -18,5 +18,7 @@ export async function runServerCommand(argv: string[], io: CommandIo): Promise<n
   await server.closed;
   log.info('client closed the connection; exiting');
   server.dispose();
+  // Stop reading stdin so nothing keeps the process alive after `exit` (LSP) or EOF.
+  process.stdin.destroy();
   return 0;
 }

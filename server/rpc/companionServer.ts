@@ -138,11 +138,15 @@ export function startCompanionServer(options: CompanionServerOptions): Companion
   });
 
   const closed = new Promise<void>((resolve) => {
-    connection.onClose(() => {
+    const finish = () => {
       for (const c of open) c.abort();
       resolve();
-    });
+    };
+    connection.onClose(finish);
+    // LSP lifecycle, for clients such as vscode-languageclient.
+    connection.onNotification('exit', finish);
   });
+  connection.onNotification('initialized', () => log.debug('client initialized'));
   connection.listen();
   return {
     connection,

@@ -11,6 +11,9 @@ export function createMethodHandlers(): MethodHandlers {
       protocolVersion: COMPANION_PROTOCOL_VERSION,
       nodeVersion: process.version,
       methods: Object.keys(companionMethods),
+      serverInfo: { name: 'sandbox-sessions', version: SERVER_VERSION },
+      capabilities: {},
     }),
+    shutdown: async () => null,
   };
 }

@@ -77,3 +77,27 @@ describe('companion server: JSON-RPC over stdio', function () {
     assert.doesNotMatch(server.stderr(), /Bearer [A-Za-z0-9]/);
   });
 });
+
+describe('companion server: LSP lifecycle (as vscode-languageclient drives it)', function () {
+  this.timeout(30_000);
+  it('accepts LSP initialize params, then shutdown and exit end the process with 0', async () => {
+    const server = spawnCompanion();
+    const exited = new Promise<number | null>((resolve) => server.child.on('exit', (c) => resolve(c)));
+    try {
+      const result = (await server.connection.sendRequest('initialize', {
+        processId: process.pid,
+        clientInfo: { name: 'Visual Studio Code', version: '1.139.0' },
+        rootUri: null,
+        capabilities: {},
+      })) as { capabilities: object; serverInfo: { name: string } };
+      assert.deepEqual(result.capabilities, {});
+      assert.equal(result.serverInfo.name, 'sandbox-sessions');
+      await server.connection.sendNotification('initialized', {});
+      assert.equal(await server.connection.sendRequest('shutdown'), null);
+      await server.connection.sendNotification('exit');
+      assert.equal(await exited, 0);
+    } finally {
+      await server.stop();
+    }
+  });
+});

@@ -1,0 +1,19 @@
+// What the file system and terminal need of an open sandbox: a gateway client (re-created when
+// the companion server hands out a new endpoint or token), its capabilities and its phase.
+import type { GatewayClient } from '../../protocol/kruntimes/gatewayClient';
+import type { GatewayCapabilities } from '../../protocol/kruntimes/gateway';
+import type { RunPhase } from '../../protocol/kruntimes/run';
+
+export interface SandboxConnection {
+  /** The stable sandbox key (the `sandbox:` URI authority). */
+  readonly key: string;
+  /** A short name for prompts and titles. */
+  readonly label: string;
+  /** A client for the sandbox's gateway; reconnects after the endpoint or token changed. */
+  client(): Promise<GatewayClient>;
+  /** Called after a call failed in a way a new endpoint or token might fix (401, transport). */
+  invalidate(): void;
+  capabilities(): GatewayCapabilities | undefined;
+  /** The last phase the companion server reported, if known. */
+  phase(): RunPhase | undefined;
+}

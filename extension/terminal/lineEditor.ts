@@ -1,0 +1,289 @@
+// The Sandbox terminal's line editor. The kruntimes API has no PTY, so the terminal edits one
+// line locally (cursor keys, history, Home/End, paste) and runs it as one command. Pure: it
+// turns keystrokes into screen output and actions, so it is tested without VS Code.
+
+export type LineEditorAction =
+  | { kind: 'submit'; line: string }
+  | { kind: 'interrupt' }
+  | { kind: 'eof' }
+  | { kind: 'clear' };
+
+export interface LineEditorResult {
+  /** Bytes to write to the terminal (VT sequences). */
+  output: string;
+  actions: LineEditorAction[];
+}
+
+const ESC = '\x1b';
+const MAX_HISTORY = 500;
+
+/** Display width of a string in terminal cells (wide East Asian characters count 2). */
+export function displayWidth(text: string): number {
+  let width = 0;
+  for (const ch of text) {
+    const cp = ch.codePointAt(0) ?? 0;
+    if (cp < 0x20 || (cp >= 0x7f && cp < 0xa0)) continue;
+    if (cp >= 0x300 && cp <= 0x36f) continue; // combining marks
+    width += isWide(cp) ? 2 : 1;
+  }
+  return width;
+}
+
+function isWide(cp: number): boolean {
+  return (
+    (cp >= 0x1100 && cp <= 0x115f) ||
+    (cp >= 0x2e80 && cp <= 0xa4cf) ||
+    (cp >= 0xac00 && cp <= 0xd7a3) ||
+    (cp >= 0xf900 && cp <= 0xfaff) ||
+    (cp >= 0xfe30 && cp <= 0xfe4f) ||
+    (cp >= 0xff00 && cp <= 0xff60) ||
+    (cp >= 0xffe0 && cp <= 0xffe6) ||
+    (cp >= 0x1f300 && cp <= 0x1faff) ||
+    (cp >= 0x20000 && cp <= 0x3fffd)
+  );
+}
+
+export class LineEditor {
+  private chars: string[] = [];
+  private cursor = 0;
+  private readonly history: string[] = [];
+  private historyIndex = 0;
+  /** The line being edited before the user walked into history. */
+  private draft: string[] = [];
+  private prompt = '';
+  private readonly pendingPaste: string[] = [];
+
+  /** Starts a new empty line after `prompt` and returns what to write. */
+  begin(prompt: string): string {
+    this.prompt = prompt;
+    this.chars = [];
+    this.cursor = 0;
+    this.historyIndex = this.history.length;
+    this.draft = [];
+    return prompt;
+  }
+
+  get line(): string {
+    return this.chars.join('');
+  }
+
+  get historyEntries(): readonly string[] {
+    return this.history;
+  }
+
+  /** Feeds raw terminal input (one keystroke, an escape sequence, or a paste). */
+  handleInput(data: string): LineEditorResult {
+    const actions: LineEditorAction[] = [];
+    let output = '';
+    let i = 0;
+    while (i < data.length) {
+      const rest = data.slice(i);
+      const seq = matchEscape(rest);
+      if (seq) {
+        output += this.applyEscape(seq.name);
+        i += seq.length;
+        continue;
+      }
+      const ch = data[i] as string;
+      i += 1;
+      switch (ch) {
+        case '\r':
+        case '\n': {
+          if (ch === '\n' && data[i - 2] === '\r') break; // CRLF from a paste
+          const line = this.line;
+          output += this.moveToEnd() + '\r\n';
+          this.remember(line);
+          actions.push({ kind: 'submit', line });
+          // A paste of several lines submits each; the caller re-begins the editor in between.
+          const remaining = data.slice(i).replace(/^\n/, '');
+          if (remaining !== '') this.pendingPaste.push(remaining);
+          return { output, actions };
+        }
+        case '\x03':
+          output += '^C\r\n';
+          this.chars = [];
+          this.cursor = 0;
+          actions.push({ kind: 'interrupt' });
+          return { output, actions };
+        case '\x04':
+          if (this.chars.length === 0) {
+            actions.push({ kind: 'eof' });
+            return { output, actions };
+          }
+          output += this.deleteForward();
+          break;
+        case '\x7f':
+        case '\b':
+          output += this.backspace();
+          break;
+        case '\x01':
+          output += this.home();
+          break;
+        case '\x05':
+          output += this.moveToEnd();
+          break;
+        case '\x15':
+          this.chars = this.chars.slice(this.cursor);
+          this.cursor = 0;
+          output += this.redraw();
+          break;
+        case '\x0b':
+          this.chars = this.chars.slice(0, this.cursor);
+          output += this.redraw();
+          break;
+        case '\x0c':
+          actions.push({ kind: 'clear' });
+          output += `${ESC}[2J${ESC}[H` + this.redraw();
+          break;
+        case '\t':
+          output += this.insert('  ');
+          break;
+        default:
+          if (ch >= ' ' || ch.codePointAt(0)! > 0x7f) output += this.insert(ch);
+      }
+    }
+    return { output, actions };
+  }
+
+  /** Lines left over from a multi-line paste, to be fed after the current command ends. */
+  takePendingInput(): string | undefined {
+    return this.pendingPaste.shift();
+  }
+
+  private remember(line: string): void {
+    if (line.trim() !== '' && this.history[this.history.length - 1] !== line) {
+      this.history.push(line);
+      if (this.history.length > MAX_HISTORY) this.history.shift();
+    }
+    this.historyIndex = this.history.length;
+  }
+
+  private applyEscape(name: EscapeName): string {
+    switch (name) {
+      case 'left':
+        if (this.cursor === 0) return '';
+        this.cursor -= 1;
+        return this.redraw();
+      case 'right':
+        if (this.cursor >= this.chars.length) return '';
+        this.cursor += 1;
+        return this.redraw();
+      case 'home':
+        return this.home();
+      case 'end':
+        return this.moveToEnd();
+      case 'delete':
+        return this.deleteForward();
+      case 'up':
+        if (this.historyIndex === 0) return '';
+        if (this.historyIndex === this.history.length) this.draft = this.chars;
+        this.historyIndex -= 1;
+        this.chars = [...(this.history[this.historyIndex] ?? '')];
+        this.cursor = this.chars.length;
+        return this.redraw();
+      case 'down':
+        if (this.historyIndex >= this.history.length) return '';
+        this.historyIndex += 1;
+        this.chars = this.historyIndex === this.history.length ? this.draft : [...(this.history[this.historyIndex] ?? '')];
+        this.cursor = this.chars.length;
+        return this.redraw();
+      case 'wordLeft':
+        while (this.cursor > 0 && this.chars[this.cursor - 1] === ' ') this.cursor -= 1;
+        while (this.cursor > 0 && this.chars[this.cursor - 1] !== ' ') this.cursor -= 1;
+        return this.redraw();
+      case 'wordRight':
+        while (this.cursor < this.chars.length && this.chars[this.cursor] === ' ') this.cursor += 1;
+        while (this.cursor < this.chars.length && this.chars[this.cursor] !== ' ') this.cursor += 1;
+        return this.redraw();
+      case 'pasteStart':
+      case 'pasteEnd':
+      case 'ignored':
+        return '';
+    }
+  }
+
+  private insert(text: string): string {
+    const added = [...text.replace(/[\x00-\x08\x0b-\x1f\x7f]/g, '')];
+    this.chars.splice(this.cursor, 0, ...added);
+    this.cursor += added.length;
+    return this.redraw();
+  }
+
+  private backspace(): string {
+    if (this.cursor === 0) return '';
+    this.chars.splice(this.cursor - 1, 1);
+    this.cursor -= 1;
+    return this.redraw();
+  }
+
+  private deleteForward(): string {
+    if (this.cursor >= this.chars.length) return '';
+    this.chars.splice(this.cursor, 1);
+    return this.redraw();
+  }
+
+  private home(): string {
+    this.cursor = 0;
+    return this.redraw();
+  }
+
+  private moveToEnd(): string {
+    this.cursor = this.chars.length;
+    return this.redraw();
+  }
+
+  /** Rewrites the prompt and line, then puts the cursor where it belongs. */
+  private redraw(): string {
+    const after = displayWidth(this.chars.slice(this.cursor).join(''));
+    return `\r${this.prompt}${this.line}${ESC}[K` + (after > 0 ? `${ESC}[${after}D` : '');
+  }
+}
+
+type EscapeName =
+  | 'left'
+  | 'right'
+  | 'up'
+  | 'down'
+  | 'home'
+  | 'end'
+  | 'delete'
+  | 'wordLeft'
+  | 'wordRight'
+  | 'pasteStart'
+  | 'pasteEnd'
+  | 'ignored';
+
+const ESCAPES: [string, EscapeName][] = [
+  ['\x1b[200~', 'pasteStart'],
+  ['\x1b[201~', 'pasteEnd'],
+  ['\x1b[1;5D', 'wordLeft'],
+  ['\x1b[1;5C', 'wordRight'],
+  ['\x1bb', 'wordLeft'],
+  ['\x1bf', 'wordRight'],
+  ['\x1b[3~', 'delete'],
+  ['\x1b[1~', 'home'],
+  ['\x1b[4~', 'end'],
+  ['\x1b[7~', 'home'],
+  ['\x1b[8~', 'end'],
+  ['\x1b[A', 'up'],
+  ['\x1b[B', 'down'],
+  ['\x1b[C', 'right'],
+  ['\x1b[D', 'left'],
+  ['\x1b[H', 'home'],
+  ['\x1b[F', 'end'],
+  ['\x1bOA', 'up'],
+  ['\x1bOB', 'down'],
+  ['\x1bOC', 'right'],
+  ['\x1bOD', 'left'],
+  ['\x1bOH', 'home'],
+  ['\x1bOF', 'end'],
+];
+
+function matchEscape(text: string): { name: EscapeName; length: number } | undefined {
+  if (text[0] !== ESC) return undefined;
+  for (const [seq, name] of ESCAPES) if (text.startsWith(seq)) return { name, length: seq.length };
+  // Any other CSI sequence (e.g. focus events, F-keys): swallow it whole.
+  const csi = /^\x1b\[[0-9;?]*[ -/]*[@-~]/.exec(text);
+  if (csi) return { name: 'ignored', length: csi[0].length };
+  return { name: 'ignored', length: Math.min(2, text.length) };
+}

@@ -1,0 +1,255 @@
+// The Sandbox terminal's behaviour without VS Code: a prompt with the sandbox and working
+// directory, each line run as one command through `operations:stream` (live output; falls back
+// to `operations:execute` where streaming is missing), `cd` tracked and validated by the
+// sandbox, Ctrl+C cancelling the running operation, and failures explained in words.
+import path from 'node:path/posix';
+import { GatewayError } from '../../protocol/kruntimes/gatewayErrors';
+import { decodeCommandResult } from '../../protocol/kruntimes/gatewayClient';
+import { GrpcCode } from '../../protocol/kruntimes/gateway';
+import type { SandboxConnection } from '../sandboxes/connection';
+import { describeGatewayFailure } from '../sandboxes/errorText';
+import { LineEditor } from './lineEditor';
+
+const DIM = '\x1b[2m';
+const RED = '\x1b[31m';
+const YELLOW = '\x1b[33m';
+const RESET = '\x1b[0m';
+
+export const LINE_BASED_NOTE =
+  'This terminal is line-based: each line runs as one command in the sandbox (no PTY, so no full-screen ' +
+  'programs or interactive input). Ctrl+C cancels the running command; `cd` changes the working directory.';
+
+export interface TerminalSessionOptions {
+  connection: SandboxConnection;
+  /** Writes to the terminal (already VT-encoded, CRLF line ends). */
+  write(data: string): void;
+  /** Ends the terminal (Ctrl+D, `exit`). */
+  close(exitCode: number): void;
+  /** Told after each command, with the working directory it ran in (to refresh file views). */
+  onCommandFinished?(cwd: string): void;
+  /** Shown once when the terminal opens. */
+  showIntroduction: boolean;
+  initialCwd?: string;
+}
+
+/** A result line for the terminal: the exit code of a failed command, a timeout, or nothing. */
+export function exitSummary(exitCode: number, timedOut: boolean): string {
+  if (timedOut) return `${YELLOW}[command timed out]${RESET}\r\n`;
+  if (exitCode === -1) return `${YELLOW}[terminated by a signal]${RESET}\r\n`;
+  if (exitCode !== 0) return `${RED}[exit ${exitCode}]${RESET}\r\n`;
+  return '';
+}
+
+/** Converts command output to terminal text: LF → CRLF, keeping UTF-8 characters split across chunks. */
+class OutputWriter {
+  private readonly decoders = { stdout: new TextDecoder('utf-8'), stderr: new TextDecoder('utf-8') };
+  private endsWithNewline = true;
+  constructor(private readonly write: (s: string) => void) {}
+
+  chunk(stream: 'stdout' | 'stderr', bytes: Uint8Array): void {
+    const text = this.decoders[stream].decode(bytes, { stream: true });
+    if (text === '') return;
+    this.write(text.replace(/\r?\n/g, '\r\n'));
+    this.endsWithNewline = text.endsWith('\n');
+  }
+
+  /** Makes sure the next line starts at column 0. */
+  finish(): void {
+    for (const s of ['stdout', 'stderr'] as const) {
+      const rest = this.decoders[s].decode();
+      if (rest) this.chunk(s, new TextEncoder().encode(rest));
+    }
+    if (!this.endsWithNewline) this.write(`${DIM}⏎${RESET}\r\n`);
+  }
+}
+
+export class TerminalSession {
+  private readonly editor = new LineEditor();
+  private cwd: string;
+  private previousCwd: string;
+  private running: AbortController | undefined;
+  private runningOperationId: string | undefined;
+  private streamUnsupported = false;
+  private closed = false;
+
+  constructor(private readonly options: TerminalSessionOptions) {
+    this.cwd = options.initialCwd ?? '';
+    this.previousCwd = this.cwd;
+  }
+
+  get workingDirectory(): string {
+    return this.cwd;
+  }
+
+  get busy(): boolean {
+    return this.running !== undefined;
+  }
+
+  open(): void {
+    if (this.options.showIntroduction) this.options.write(`${DIM}${LINE_BASED_NOTE}${RESET}\r\n`);
+    this.prompt();
+  }
+
+  close(): void {
+    this.closed = true;
+    this.running?.abort();
+  }
+
+  handleInput(data: string): void {
+    if (this.closed) return;
+    if (this.running) {
+      // No stdin without a PTY: only Ctrl+C means something while a command runs.
+      if (data.includes('\x03')) this.interrupt();
+      return;
+    }
+    const { output, actions } = this.editor.handleInput(data);
+    if (output) this.options.write(output);
+    for (const action of actions) {
+      if (action.kind === 'submit') void this.run(action.line);
+      else if (action.kind === 'interrupt') this.prompt();
+      else if (action.kind === 'eof') this.end(0);
+    }
+  }
+
+  private promptText(): string {
+    return `\x1b[36m${this.options.connection.label}\x1b[0m:\x1b[34m/${this.cwd}\x1b[0m$ `;
+  }
+
+  private prompt(): void {
+    if (this.closed) return;
+    this.options.write(this.editor.begin(this.promptText()));
+    const pending = this.editor.takePendingInput();
+    if (pending !== undefined) this.handleInput(pending);
+  }
+
+  private end(code: number): void {
+    this.closed = true;
+    this.options.close(code);
+  }
+
+  private interrupt(): void {
+    const controller = this.running;
+    if (!controller) return;
+    this.options.write('^C\r\n');
+    const id = this.runningOperationId;
+    const connection = this.options.connection;
+    if (id !== undefined && connection.capabilities()?.cancel) {
+      // The explicit cancel reaches the operation even when the stream is already gone.
+      void connection.client().then((c) => c.cancelOperation(id)).catch(() => undefined);
+    }
+    controller.abort();
+  }
+
+  private async run(line: string): Promise<void> {
+    const trimmed = line.trim();
+    if (trimmed === '') return this.prompt();
+    if (trimmed === 'exit' || trimmed === 'logout') return this.end(0);
+    const cd = /^cd(?:\s+(.*))?$/.exec(trimmed);
+    if (cd) {
+      await this.changeDirectory(unquote(cd[1]?.trim() ?? ''));
+      return this.prompt();
+    }
+    const controller = new AbortController();
+    this.running = controller;
+    try {
+      await this.execute(trimmed, controller.signal);
+    } catch (err) {
+      if (controller.signal.aborted) this.options.write(`${YELLOW}[cancelled]${RESET}\r\n`);
+      else this.options.write(`${RED}${describeGatewayFailure(err, this.options.connection.label)}${RESET}\r\n`);
+      if (err instanceof GatewayError && err.status === 401) this.options.connection.invalidate();
+    } finally {
+      this.running = undefined;
+      this.runningOperationId = undefined;
+      this.options.onCommandFinished?.(this.cwd);
+    }
+    this.prompt();
+  }
+
+  private async execute(shell: string, signal: AbortSignal): Promise<void> {
+    const client = await this.options.connection.client();
+    const command = { shell, ...(this.cwd ? { workingDirectory: this.cwd } : {}) };
+    const out = new OutputWriter(this.options.write);
+    if (!this.streamUnsupported) {
+      try {
+        for await (const event of client.stream({ command }, { signal })) {
+          if (event.type === 'accepted') this.runningOperationId = event.accepted.operationID;
+          else if (event.type === 'output' && event.output.data) out.chunk(event.output.stream, Buffer.from(event.output.data, 'base64'));
+          else if (event.type === 'completed') {
+            out.finish();
+            const result = event.completed.command;
+            if (result) {
+              // Some runtimes put the output only in the completion.
+              const decoded = decodeCommandResult(result);
+              if (decoded.stdout.length) out.chunk('stdout', decoded.stdout);
+              if (decoded.stderr.length) out.chunk('stderr', decoded.stderr);
+              if (decoded.stdout.length || decoded.stderr.length) out.finish();
+              this.options.write(exitSummary(decoded.exitCode, decoded.timedOut));
+            }
+            return;
+          } else if (event.type === 'failed') {
+            out.finish();
+            if (event.failed.code === GrpcCode.Unimplemented) {
+              this.streamUnsupported = true;
+              break;
+            }
+            if (event.failed.code === GrpcCode.Canceled && signal.aborted) throw new DOMException('cancelled', 'AbortError');
+            this.options.write(`${RED}${event.failed.message ?? `operation failed (gRPC code ${event.failed.code})`}${RESET}\r\n`);
+            return;
+          }
+        }
+      } catch (err) {
+        // Era A/B gateways have no operations:stream; fall back to the unary call.
+        if (err instanceof GatewayError && (err.status === 404 || err.status === 405) && /endpoint not found|method not allowed/.test(err.message)) {
+          this.streamUnsupported = true;
+        } else {
+          throw err;
+        }
+      }
+    }
+    const result = await client.runCommand(command, { signal });
+    if (result.stdout.length) out.chunk('stdout', result.stdout);
+    if (result.stderr.length) out.chunk('stderr', result.stderr);
+    out.finish();
+    this.options.write(exitSummary(result.exitCode, result.timedOut));
+  }
+
+  /** `cd`: resolved against the working directory, confined to the workspace, checked by a listing. */
+  private async changeDirectory(target: string): Promise<void> {
+    let next: string;
+    if (target === '' || target === '~' || target === '/') next = '';
+    else if (target === '-') next = this.previousCwd;
+    else if (target.startsWith('/')) {
+      this.options.write(`${RED}cd: paths are workspace-relative here; "/" is the workspace root (use a relative path)${RESET}\r\n`);
+      return;
+    } else {
+      const joined = path.normalize(path.join(this.cwd || '.', target)).replace(/\/+$/, '');
+      next = joined === '.' ? '' : joined;
+    }
+    if (next === '..' || next.startsWith('../')) {
+      this.options.write(`${RED}cd: ${target}: outside the workspace${RESET}\r\n`);
+      return;
+    }
+    if (next !== '') {
+      try {
+        const client = await this.options.connection.client();
+        await client.listPage({ path: next, limit: 1 });
+      } catch (err) {
+        const why =
+          err instanceof GatewayError && (err.status === 404 || err.status === 400)
+            ? 'no such directory'
+            : err instanceof GatewayError && err.status === 500
+              ? 'not a directory'
+              : describeGatewayFailure(err, this.options.connection.label);
+        this.options.write(`${RED}cd: ${target}: ${why}${RESET}\r\n`);
+        return;
+      }
+    }
+    this.previousCwd = this.cwd;
+    this.cwd = next;
+  }
+}
+
+function unquote(text: string): string {
+  const m = /^(['"])(.*)\1$/.exec(text);
+  return m ? (m[2] as string) : text.replace(/\\ /g, ' ');
+}

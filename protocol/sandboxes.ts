@@ -1,0 +1,101 @@
+// Sandboxes as the companion server presents them to any editor: a reference that names one
+// sandbox across providers, the summary shown in views, and what opening one returns (all the
+// data plane needs: an endpoint and a token).
+import { z } from 'zod';
+import { ArtifactRefSchema, RunPhaseSchema, RunSchema, TerminationModeSchema } from './kruntimes/run';
+import { GatewayCapabilitiesSchema } from './kruntimes/gateway';
+
+export const ProviderKindSchema = z.enum(['local', 'kruntimes']);
+export type ProviderKind = z.infer<typeof ProviderKindSchema>;
+
+/** The context name the local provider uses (kruntimes uses kubeconfig context names). */
+export const LOCAL_CONTEXT = 'local';
+
+const dnsLabel = z
+  .string()
+  .min(1)
+  .max(253)
+  .regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, 'must be a lowercase DNS name');
+
+export const SandboxRefSchema = z.object({
+  provider: ProviderKindSchema,
+  /** kubeconfig context for kruntimes; "local" for the local provider. */
+  context: z.string().min(1),
+  namespace: dnsLabel,
+  name: dnsLabel,
+});
+export type SandboxRef = z.infer<typeof SandboxRefSchema>;
+
+/** A stable key for a sandbox (used as the `sandbox:` URI authority): provider, context, namespace, name. */
+export function sandboxKey(ref: SandboxRef): string {
+  return [ref.provider, ref.context, ref.namespace, ref.name].map(encodeURIComponent).join('.');
+}
+
+export function parseSandboxKey(key: string): SandboxRef | undefined {
+  const parts = key.split('.');
+  if (parts.length !== 4) return undefined;
+  let decoded: string[];
+  try {
+    decoded = parts.map(decodeURIComponent);
+  } catch {
+    return undefined;
+  }
+  const [provider, context, namespace, name] = decoded;
+  const parsed = SandboxRefSchema.safeParse({ provider, context, namespace, name });
+  return parsed.success ? parsed.data : undefined;
+}
+
+export const SandboxSummarySchema = z.object({
+  ref: SandboxRefSchema,
+  key: z.string(),
+  uid: z.string().optional(),
+  runtime: z.string(),
+  phase: RunPhaseSchema.optional(),
+  reason: z.string().optional(),
+  message: z.string().optional(),
+  createdAt: z.string().optional(),
+  startTime: z.string().optional(),
+  completionTime: z.string().optional(),
+  idleTimeoutSeconds: z.number().int().optional(),
+  timeout: z.string().optional(),
+  terminationMode: TerminationModeSchema.optional(),
+  artifacts: z.array(ArtifactRefSchema).optional(),
+});
+export type SandboxSummary = z.infer<typeof SandboxSummarySchema>;
+
+export const SandboxCreateSpecSchema = z.object({
+  provider: ProviderKindSchema,
+  context: z.string().min(1).optional(),
+  namespace: dnsLabel.default('default'),
+  /** kruntimes: a Runtime name; local: a backend (`process` or `bubblewrap`). */
+  runtime: z.string().min(1),
+  /** A name for the Run; a generated one (`sbx-…`) when absent. */
+  name: dnsLabel.optional(),
+  idleTimeoutSeconds: z.number().int().min(1).optional(),
+  leaseTimeoutSeconds: z.number().int().min(1).optional(),
+  queueSize: z.number().int().min(1).max(32).optional(),
+  operationTimeout: z.string().optional(),
+  timeout: z.string().optional(),
+  env: z.record(z.string(), z.string()).optional(),
+});
+export type SandboxCreateSpec = z.infer<typeof SandboxCreateSpecSchema>;
+
+export const SandboxConnectionSchema = z.object({
+  endpoint: z.object({ url: z.string(), caBundle: z.string().optional() }),
+  token: z.string(),
+  capabilities: GatewayCapabilitiesSchema.optional(),
+});
+export type SandboxConnection = z.infer<typeof SandboxConnectionSchema>;
+
+export const DownloadedArtifactSchema = z.object({
+  name: z.string(),
+  path: z.string(),
+  type: z.string(),
+  sizeBytes: z.number().int(),
+  digest: z.string(),
+  /** Where a directory artifact was unpacked, when asked. */
+  unpackedTo: z.string().optional(),
+});
+export type DownloadedArtifact = z.infer<typeof DownloadedArtifactSchema>;
+
+export { RunSchema };

@@ -1,0 +1,147 @@
+// The Sandbox terminal's behaviour against a loopback gateway: live output, exit codes, cd,
+// Ctrl+C cancelling the running operation, the unary fallback, and errors in words.
+import assert from 'node:assert/strict';
+import { TerminalSession } from '../../../extension/terminal/terminalSession';
+import { FixedConnection } from '../../fixtures/fakeConnection';
+import { ReplayGateway, type ReceivedRequest } from '../../fixtures/replayGateway';
+
+const strip = (s: string) => s.replace(/\x1b\[[0-9;]*[A-Za-z]/g, '');
+const b64 = (s: string) => Buffer.from(s).toString('base64');
+const until = async (cond: () => boolean, what: string) => {
+  const deadline = Date.now() + 5000;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+};
+
+describe('sandbox terminal session', () => {
+  const gateway = new ReplayGateway();
+  let connection: FixedConnection;
+  let screen: string;
+  let closedWith: number | undefined;
+  let finished: string[];
+  let session: TerminalSession;
+
+  before(async () => {
+    await gateway.start();
+    connection = new FixedConnection(gateway.endpoint, 'tok', 'sbx', { cancel: true });
+  });
+  after(async () => {
+    await connection.close();
+    await gateway.stop();
+  });
+  beforeEach(() => {
+    gateway.received.length = 0;
+    screen = '';
+    closedWith = undefined;
+    finished = [];
+    session = new TerminalSession({
+      connection,
+      write: (d) => (screen += d),
+      close: (c) => (closedWith = c),
+      onCommandFinished: (cwd) => finished.push(cwd),
+      showIntroduction: true,
+    });
+    session.open();
+  });
+
+  const streamOf = (...events: object[]) => ({
+    status: 200,
+    headers: { 'content-type': 'application/x-ndjson; charset=utf-8' },
+    body: events.map((e, i) => JSON.stringify({ sequence: i + 1, ...e }) + '\n'),
+  });
+
+  it('introduces itself as line-based and shows a prompt with sandbox and cwd', () => {
+    assert.match(strip(screen), /line-based/);
+    assert.match(strip(screen), /sbx:\/\$ $/);
+  });
+
+  it('streams a command and shows its output and a failing exit code', async () => {
+    gateway.respondWith(
+      streamOf(
+        { type: 'accepted', accepted: { operationID: 'op1' } },
+        { type: 'output', output: { stream: 'stdout', data: b64('one\ntwo\n') } },
+        { type: 'output', output: { stream: 'stderr', data: b64('oops\n') } },
+        { type: 'completed', completed: { command: { exitCode: 3 } } },
+      ),
+    );
+    session.handleInput('ls; false\r');
+    await until(() => finished.length === 1, 'command end');
+    const text = strip(screen);
+    assert.match(text, /one\r\ntwo\r\noops\r\n\[exit 3\]\r\n/);
+    assert.deepEqual(JSON.parse(gateway.received[0]!.body), { command: { shell: 'ls; false' } });
+    assert.match(text, /sbx:\/\$ $/);
+  });
+
+  it('cd validates with a listing and runs later commands there', async () => {
+    gateway.respondWith((req: ReceivedRequest) =>
+      req.url.includes('/files?')
+        ? { status: 200, body: '{"entries":[],"nextPageToken":""}\n' }
+        : streamOf({ type: 'accepted', accepted: { operationID: 'op2' } }, { type: 'completed', completed: { command: { exitCode: 0 } } }),
+    );
+    session.handleInput('cd src/lib\r');
+    await until(() => strip(screen).endsWith('sbx:/src/lib$ '), 'cd prompt');
+    assert.match(gateway.received[0]!.url, /files\?path=src%2Flib&limit=1$/);
+    session.handleInput('pwd\r');
+    await until(() => finished.length === 1, 'command end');
+    assert.deepEqual(JSON.parse(gateway.received[1]!.body), { command: { shell: 'pwd', workingDirectory: 'src/lib' } });
+    assert.deepEqual(finished, ['src/lib']);
+  });
+
+  it('refuses cd to a missing directory and outside the workspace', async () => {
+    gateway.respondWith({ status: 404, body: '{"error":"list session file: no such file"}\n' });
+    session.handleInput('cd nope\r');
+    await until(() => /no such directory/.test(screen), 'cd error');
+    session.handleInput('cd ../..\r');
+    await until(() => /outside the workspace/.test(screen), 'escape refusal');
+    assert.match(strip(screen), /sbx:\/\$ $/);
+  });
+
+  it('Ctrl+C cancels the running operation (explicit cancel and stream abort)', async () => {
+    gateway.respondWith((req, res) => {
+      if (req.url.endsWith(':cancel')) return { status: 200, body: '{"result":"cancelled"}\n' };
+      res.writeHead(200, { 'content-type': 'application/x-ndjson; charset=utf-8' });
+      res.write(JSON.stringify({ sequence: 1, type: 'accepted', accepted: { operationID: 'op-sleep' } }) + '\n');
+      return 'handled';
+    });
+    session.handleInput('sleep 60\r');
+    await until(() => gateway.received.length === 1, 'stream start');
+    await new Promise((r) => setTimeout(r, 50));
+    session.handleInput('\x03');
+    await until(() => finished.length === 1, 'cancel');
+    assert.match(strip(screen), /\^C\r\n\[cancelled\]\r\n/);
+    await until(() => gateway.received.some((r) => r.url.endsWith('/operations/op-sleep:cancel')), 'explicit cancel');
+  });
+
+  it('falls back to operations:execute where streaming does not exist', async () => {
+    gateway.respondWith((req) =>
+      req.url.endsWith('operations:stream')
+        ? { status: 404, body: '{"error":"endpoint not found"}\n' }
+        : { status: 200, body: `{"command":{"exitCode":0,"stdout":"${b64('hi\n')}"}}\n` },
+    );
+    session.handleInput('echo hi\r');
+    await until(() => finished.length === 1, 'fallback');
+    assert.match(strip(screen), /hi\r\n/);
+    assert.deepEqual(
+      gateway.received.map((r) => new URL(r.url, 'http://x').pathname.split('/').pop()),
+      ['operations:stream', 'operations:execute'],
+    );
+  });
+
+  it('explains a full queue and a draining sandbox in words', async () => {
+    gateway.respondWith({ status: 429, body: '{"error":"session operation queue is full"}\n' });
+    session.handleInput('true\r');
+    await until(() => finished.length === 1, 'queue full');
+    assert.match(screen, /busy: its operation queue is full/);
+    gateway.respondWith({ status: 409, body: '{"error":"Session Run is Finalizing, not Ready"}\n' });
+    session.handleInput('true\r');
+    await until(() => finished.length === 2, 'finalizing');
+    assert.match(screen, /is closing \(Drain\)/);
+  });
+
+  it('closes on exit and on Ctrl+D', () => {
+    session.handleInput('exit\r');
+    assert.equal(closedWith, 0);
+  });
+});
