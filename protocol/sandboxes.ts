@@ -99,3 +99,26 @@ export const DownloadedArtifactSchema = z.object({
 export type DownloadedArtifact = z.infer<typeof DownloadedArtifactSchema>;
 
 export { RunSchema };
+
+export const BackendInfoSchema = z.object({
+  name: z.string(),
+  /** What the backend isolates, in words (e.g. "none", "mount, pid and optional network namespaces"). */
+  isolation: z.string(),
+  available: z.boolean(),
+  reason: z.string().optional(),
+});
+
+export const ProviderInfoSchema = z.object({
+  kind: ProviderKindSchema,
+  label: z.string(),
+  available: z.boolean(),
+  /** Why the provider cannot be used here, when it cannot. */
+  reason: z.string().optional(),
+  contexts: z.array(z.object({ name: z.string(), namespaces: z.array(z.string()) })),
+  /** The runtimes a new sandbox can name (local: backends; kruntimes: Runtime resources, when listed). */
+  runtimes: z.array(BackendInfoSchema),
+});
+export type ProviderInfo = z.infer<typeof ProviderInfoSchema>;
+
+export const SandboxChangedSchema = z.object({ sandbox: SandboxSummarySchema, removed: z.boolean().optional() });
+export type SandboxChanged = z.infer<typeof SandboxChangedSchema>;

@@ -2,7 +2,12 @@
 // dispatches `sandbox-sessions <command> …` to the command modules under server/cli/.
 import zlib from 'node:zlib';
 import type { CommandHandler, CommandIo } from './cli/io';
+import { runBundleCommand } from './cli/bundle';
+import { runDoctorCommand } from './cli/doctor';
+import { runGatewayCommand } from './cli/gateway';
+import { runSandboxCommand } from './cli/sandbox';
 import { runServerCommand } from './cli/serverCommand';
+import { runSessionCommand } from './cli/session';
 import { SERVER_VERSION } from './version';
 
 interface CommandEntry {
@@ -13,6 +18,11 @@ interface CommandEntry {
 /** Every command the CLI offers; each one is implemented end to end. */
 const commands: Record<string, CommandEntry> = {
   server: { summary: 'run the companion JSON-RPC server (--stdio)', handler: runServerCommand },
+  gateway: { summary: 'run the local gateway daemon (--detach, --stop)', handler: (argv, io) => runGatewayCommand(argv, io) },
+  sandbox: { summary: 'local sandboxes: create|list|get|exec|cancel|close|delete|artifacts', handler: (argv, io) => runSandboxCommand(argv, io) },
+  doctor: { summary: 'which local backends work on this machine, and why not', handler: runDoctorCommand },
+  bundle: { summary: 'Session Bundles: pack|inspect|hydrate|cleanup', handler: runBundleCommand },
+  session: { summary: 'the session repository: list|show|revisions|checkout|commit|delete', handler: runSessionCommand },
 };
 
 function usage(): string {

@@ -203,6 +203,7 @@ export class LineEditor {
   }
 
   private insert(text: string): string {
+    // eslint-disable-next-line no-control-regex -- terminal input is control characters
     const added = [...text.replace(/[\x00-\x08\x0b-\x1f\x7f]/g, '')];
     this.chars.splice(this.cursor, 0, ...added);
     this.cursor += added.length;
@@ -283,6 +284,7 @@ function matchEscape(text: string): { name: EscapeName; length: number } | undef
   if (text[0] !== ESC) return undefined;
   for (const [seq, name] of ESCAPES) if (text.startsWith(seq)) return { name, length: seq.length };
   // Any other CSI sequence (e.g. focus events, F-keys): swallow it whole.
+  // eslint-disable-next-line no-control-regex -- terminal input is control characters
   const csi = /^\x1b\[[0-9;?]*[ -/]*[@-~]/.exec(text);
   if (csi) return { name: 'ignored', length: csi[0].length };
   return { name: 'ignored', length: Math.min(2, text.length) };

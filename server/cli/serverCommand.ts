@@ -4,6 +4,9 @@ import { parseArgs } from 'node:util';
 import { createLogger } from '../log';
 import { startCompanionServer } from '../rpc/companionServer';
 import { createMethodHandlers } from '../rpc/methods';
+import { LocalSandboxProvider } from '../sandboxes/localProvider';
+import type { SandboxProvider } from '../sandboxes/provider';
+import type { ProviderKind } from '../../protocol/sandboxes';
 import type { CommandIo } from './io';
 
 export async function runServerCommand(argv: string[], io: CommandIo): Promise<number> {
@@ -13,9 +16,15 @@ export async function runServerCommand(argv: string[], io: CommandIo): Promise<n
     return 2;
   }
   const log = createLogger(io.stderr);
-  const server = startCompanionServer({ input: process.stdin, output: process.stdout, handlers: createMethodHandlers(), log });
+  const providers = new Map<ProviderKind, SandboxProvider>([['local', new LocalSandboxProvider({ log })]]);
+  const server = startCompanionServer({ input: process.stdin, output: process.stdout, handlers: createMethodHandlers({ providers }), log });
   log.info('companion server listening on stdio', { pid: process.pid });
+  // Phase changes become `sandboxes/changed` notifications (watches start lazily, on first use of a provider).
+  const stopWatches = [...providers.values()].map((p) =>
+    p.watch((change) => void server.notify('sandboxes/changed', { sandbox: change.sandbox, ...(change.removed ? { removed: true } : {}) })),
+  );
   await server.closed;
+  for (const stop of stopWatches) stop();
   log.info('client closed the connection; exiting');
   server.dispose();
   // Stop reading stdin so nothing keeps the process alive after `exit` (LSP) or EOF.

@@ -5,6 +5,7 @@ import { TerminalSession } from '../../../extension/terminal/terminalSession';
 import { FixedConnection } from '../../fixtures/fakeConnection';
 import { ReplayGateway, type ReceivedRequest } from '../../fixtures/replayGateway';
 
+// eslint-disable-next-line no-control-regex -- terminal input is control characters
 const strip = (s: string) => s.replace(/\x1b\[[0-9;]*[A-Za-z]/g, '');
 const b64 = (s: string) => Buffer.from(s).toString('base64');
 const until = async (cond: () => boolean, what: string) => {

@@ -1,0 +1,291 @@
+// The sandbox commands of the palette, the Sandboxes view and the status bar: New Sandbox…,
+// Open Sandbox (as a workspace folder or in a new window), Open Terminal, Close Sandbox (Drain),
+// Cancel Sandbox (Immediate), Delete, Download Artifacts…, Show Logs. Long work runs under
+// withProgress with a working Cancel.
+import os from 'node:os';
+import path from 'node:path';
+import * as vscode from 'vscode';
+import type { TerminationMode } from '../../protocol/kruntimes/run';
+import { parseSandboxKey, type ProviderInfo, type SandboxRef, type SandboxSummary } from '../../protocol/sandboxes';
+import { type CompanionClient, CompanionRequestError } from '../companion/companionClient';
+import { SANDBOX_SCHEME, sandboxUri } from '../fs/sandboxFileSystemProvider';
+import { recordPendingOpen } from '../sandboxes/pendingOpen';
+import type { SandboxRegistry } from '../sandboxes/registry';
+import { sandboxTerminalOptions, type TerminalFactoryDeps } from '../terminal/sandboxPseudoterminal';
+import type { SandboxTreeNode, SandboxTreeProvider } from '../views/sandboxTree';
+
+export interface CommandDeps {
+  context: vscode.ExtensionContext;
+  companion: CompanionClient;
+  registry: SandboxRegistry;
+  tree: SandboxTreeProvider;
+  log: vscode.LogOutputChannel;
+  terminals: TerminalFactoryDeps;
+}
+
+/** What a command was invoked on: a view node, a sandbox key (status bar, scripts), or a URI. */
+type Target = SandboxTreeNode | string | vscode.Uri | undefined;
+
+export interface OpenOptions {
+  /** Skip the prompt: add to this window's folders, or open a new window. */
+  mode?: 'add' | 'newWindow';
+  openTerminal?: boolean;
+}
+
+function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+async function progress<T>(title: string, work: (report: (message: string) => void, token: vscode.CancellationToken) => Promise<T>): Promise<T> {
+  return vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title, cancellable: true }, (p, token) =>
+    work((message) => p.report({ message }), token),
+  );
+}
+
+export function registerSandboxCommands(deps: CommandDeps): vscode.Disposable[] {
+  const { companion, registry, tree, log } = deps;
+
+  const summaryOf = (target: Target): SandboxSummary | undefined => {
+    if (target === undefined) return undefined;
+    if (typeof target === 'string') return registry.summary(target);
+    if (target instanceof vscode.Uri) return target.scheme === SANDBOX_SCHEME ? registry.summary(target.authority) : undefined;
+    return target.kind === 'sandbox' ? (registry.summary(target.sandbox.key) ?? target.sandbox) : undefined;
+  };
+
+  /** The sandbox a command acts on: the target, else a quick pick of those in `phases`. */
+  const resolve = async (target: Target, phases?: string[], placeHolder = 'Select a sandbox'): Promise<SandboxSummary | undefined> => {
+    const direct = summaryOf(target);
+    if (direct) return direct;
+    if (typeof target === 'string' || target instanceof vscode.Uri) {
+      const key = typeof target === 'string' ? target : target.authority;
+      const ref = parseSandboxKey(key);
+      if (ref) return registry.refresh(ref);
+    }
+    const { providers } = await companion.request('providers/list', {});
+    const all: SandboxSummary[] = [];
+    for (const p of providers.filter((x) => x.available)) all.push(...(await registry.list(p.kind)));
+    const candidates = all.filter((s) => !phases || phases.includes(s.phase ?? 'Pending'));
+    if (candidates.length === 0) {
+      void vscode.window.showInformationMessage(phases ? `No sandbox is ${phases.join(' or ')}.` : 'There are no sandboxes yet.');
+      return undefined;
+    }
+    const picked = await vscode.window.showQuickPick(
+      candidates.map((s) => ({ label: s.ref.name, description: `${s.phase ?? 'Pending'} · ${s.runtime}`, detail: `${s.ref.provider}/${s.ref.context}/${s.ref.namespace}`, s })),
+      { placeHolder },
+    );
+    return picked?.s;
+  };
+
+  const openTerminal = (s: SandboxSummary, cwd?: string) => {
+    const connection = registry.connection(s.key);
+    if (!connection) return;
+    const terminal = vscode.window.createTerminal(sandboxTerminalOptions(connection, deps.terminals, cwd));
+    terminal.show();
+    return terminal;
+  };
+
+  const openFolder = async (s: SandboxSummary, options: OpenOptions = {}) => {
+    if (s.phase !== 'Ready') {
+      void vscode.window.showWarningMessage(`${s.ref.name} is ${s.phase ?? 'Pending'}, not Ready; it cannot be opened.`);
+      return;
+    }
+    const uri = sandboxUri(s.key);
+    const folders = vscode.workspace.workspaceFolders ?? [];
+    if (folders.some((f) => f.uri.toString() === uri.toString())) {
+      await vscode.commands.executeCommand('workbench.view.explorer');
+      if (options.openTerminal) openTerminal(s);
+      return;
+    }
+    let mode = options.mode;
+    if (!mode) {
+      const here = folders.length === 0 ? 'Open Here' : 'Add to Workspace';
+      const choice = await vscode.window.showInformationMessage(`Open sandbox ${s.ref.name} as a folder`, here, 'Open in New Window');
+      if (!choice) return;
+      mode = choice === 'Open in New Window' ? 'newWindow' : 'add';
+    }
+    if (mode === 'newWindow') {
+      await vscode.commands.executeCommand('vscode.openFolder', uri, { forceNewWindow: true });
+      return;
+    }
+    // VS Code may restart this extension host now; the next activation finishes the job.
+    await recordPendingOpen(deps.context.globalState, { key: s.key, openTerminal: options.openTerminal ?? false });
+    if (folders.length === 0) {
+      await vscode.commands.executeCommand('vscode.openFolder', uri, { forceNewWindow: false });
+      return;
+    }
+    const ok = vscode.workspace.updateWorkspaceFolders(folders.length, 0, { uri, name: `${s.ref.name} (sandbox)` });
+    if (!ok) void vscode.window.showErrorMessage(`VS Code refused to add ${s.ref.name} to the workspace; try Open in New Window.`);
+  };
+
+  const terminate = async (target: Target, mode: TerminationMode) => {
+    const s = await resolve(target, mode === 'Drain' ? ['Ready', 'Pending', 'Scheduled', 'Running'] : ['Ready', 'Pending', 'Scheduled', 'Running', 'Finalizing']);
+    if (!s) return;
+    if (mode === 'Immediate') {
+      const ok = await vscode.window.showWarningMessage(
+        `Cancel sandbox ${s.ref.name}? Running commands are killed and no artifacts are exported.`,
+        { modal: true },
+        'Cancel Sandbox',
+      );
+      if (ok !== 'Cancel Sandbox') return;
+    }
+    try {
+      const { sandbox } = await progress(mode === 'Drain' ? `Closing ${s.ref.name} (Drain)` : `Cancelling ${s.ref.name}`, (report, token) =>
+        companion.request('sandboxes/terminate', { ref: s.ref, mode, wait: true }, { token, onProgress: (v) => v.message && report(v.message) }),
+      );
+      registry.fireChanged(sandbox);
+      if (mode === 'Drain') {
+        const n = sandbox.artifacts?.length ?? 0;
+        const action = n > 0 ? await vscode.window.showInformationMessage(`${s.ref.name} closed with ${n} artifact(s).`, 'Download Artifacts…') : undefined;
+        if (n === 0) void vscode.window.showInformationMessage(`${s.ref.name} closed; it exported no artifacts.`);
+        if (action) await vscode.commands.executeCommand('sandboxSessions.downloadArtifacts', sandbox.key);
+      } else {
+        void vscode.window.showInformationMessage(`${s.ref.name} was cancelled.`);
+      }
+    } catch (err) {
+      if (err instanceof CompanionRequestError && err.code === 'cancelled') return;
+      log.error(`terminate ${s.key} (${mode}) failed: ${errorText(err)}`);
+      void vscode.window.showErrorMessage(`Could not ${mode === 'Drain' ? 'close' : 'cancel'} ${s.ref.name}: ${errorText(err)}`);
+    }
+  };
+
+  const newSandbox = async (args?: { provider?: SandboxRef['provider']; runtime?: string; name?: string; open?: OpenOptions | false }) => {
+    const { providers } = await companion.request('providers/list', {});
+    let provider: ProviderInfo | undefined = args?.provider ? providers.find((p) => p.kind === args.provider) : undefined;
+    if (!provider) {
+      const usable = providers.filter((p) => p.available);
+      if (usable.length === 0) {
+        void vscode.window.showErrorMessage(`No sandbox provider works here: ${providers.map((p) => `${p.label}: ${p.reason ?? 'unavailable'}`).join('; ')}`);
+        return;
+      }
+      provider = usable.length === 1 ? usable[0] : (await vscode.window.showQuickPick(usable.map((p) => ({ label: p.label, p })), { placeHolder: 'Where should the sandbox run?' }))?.p;
+    }
+    if (!provider) return;
+    let runtime = args?.runtime;
+    if (!runtime) {
+      const options = provider.runtimes.map((r) => ({
+        label: r.name,
+        description: r.available ? r.isolation : `unavailable: ${r.reason ?? ''}`,
+        runtime: r,
+      }));
+      const picked = await vscode.window.showQuickPick(options, { placeHolder: 'Runtime (backend) for the sandbox' });
+      if (!picked) return;
+      if (!picked.runtime.available) {
+        void vscode.window.showErrorMessage(`${picked.label} cannot run here: ${picked.runtime.reason ?? 'unavailable'}`);
+        return;
+      }
+      runtime = picked.label;
+    }
+    const context = provider.contexts[0]?.name;
+    try {
+      const { sandbox } = await progress('Creating a sandbox', (report, token) =>
+        companion.request(
+          'sandboxes/create',
+          {
+            spec: {
+              provider: provider.kind,
+              runtime,
+              namespace: 'default',
+              ...(context ? { context } : {}),
+              ...(args?.name ? { name: args.name } : {}),
+              idleTimeoutSeconds: vscode.workspace.getConfiguration('sandboxSessions').get<number>('sandbox.idleTimeoutSeconds', 3600),
+            },
+            waitForReady: true,
+          },
+          { token, onProgress: (v) => v.message && report(v.message) },
+        ),
+      );
+      registry.fireChanged(sandbox);
+      tree.refresh();
+      log.info(`created sandbox ${sandbox.key}`);
+      if (args?.open !== false) await openFolder(sandbox, args?.open ?? {});
+      return sandbox;
+    } catch (err) {
+      if (err instanceof CompanionRequestError && err.code === 'cancelled') return;
+      void vscode.window.showErrorMessage(`Could not create a sandbox: ${errorText(err)}`);
+      return;
+    }
+  };
+
+  const downloadArtifacts = async (target: Target, destination?: string) => {
+    const s = await resolve(target, ['Succeeded'], 'Select a closed sandbox to download its artifacts');
+    if (!s) return;
+    if (!s.artifacts?.length) {
+      void vscode.window.showInformationMessage(`${s.ref.name} has no artifacts (they are exported by Close Sandbox (Drain)).`);
+      return;
+    }
+    let dest = destination;
+    if (!dest) {
+      const picked = await vscode.window.showOpenDialog({
+        canSelectFolders: true,
+        canSelectFiles: false,
+        canSelectMany: false,
+        openLabel: 'Download Here',
+        defaultUri: vscode.Uri.file(path.join(os.homedir(), 'Downloads')),
+      });
+      if (!picked?.[0]) return;
+      dest = path.join(picked[0].fsPath, s.ref.name);
+    }
+    try {
+      const { artifacts } = await progress(`Downloading artifacts of ${s.ref.name}`, (report, token) =>
+        companion.request('sandboxes/artifacts/download', { ref: s.ref, destination: dest, unpack: true }, { token, onProgress: (v) => v.message && report(v.message) }),
+      );
+      log.info(`downloaded ${artifacts.length} artifact(s) of ${s.key} to ${dest}`);
+      if (!destination) {
+        const reveal = await vscode.window.showInformationMessage(`Downloaded ${artifacts.length} verified artifact(s) to ${dest}.`, 'Reveal');
+        if (reveal) await vscode.commands.executeCommand('revealFileInOS', vscode.Uri.file(dest));
+      }
+      return artifacts;
+    } catch (err) {
+      if (err instanceof CompanionRequestError && err.code === 'cancelled') return;
+      void vscode.window.showErrorMessage(`Could not download the artifacts of ${s.ref.name}: ${errorText(err)}`);
+      return;
+    }
+  };
+
+  const reg = (id: string, fn: (...args: never[]) => unknown) => vscode.commands.registerCommand(id, fn as (...args: unknown[]) => unknown);
+  return [
+    reg('sandboxSessions.newSandbox', newSandbox),
+    reg('sandboxSessions.openSandbox', async (target: Target, options?: OpenOptions) => {
+      const s = await resolve(target, ['Ready'], 'Select a Ready sandbox to open');
+      if (s) await openFolder(s, options);
+    }),
+    reg('sandboxSessions.openSandboxInNewWindow', async (target: Target) => {
+      const s = await resolve(target, ['Ready'], 'Select a Ready sandbox to open');
+      if (s) await openFolder(s, { mode: 'newWindow' });
+    }),
+    reg('sandboxSessions.openTerminal', async (target: Target, cwd?: string) => {
+      const s = await resolve(target, ['Ready'], 'Select a Ready sandbox for the terminal');
+      return s ? openTerminal(s, cwd) : undefined;
+    }),
+    reg('sandboxSessions.closeSandbox', (target: Target) => terminate(target, 'Drain')),
+    reg('sandboxSessions.cancelSandbox', (target: Target) => terminate(target, 'Immediate')),
+    reg('sandboxSessions.deleteSandbox', async (target: Target) => {
+      const s = await resolve(target, undefined, 'Select a sandbox to delete');
+      if (!s) return;
+      const ok = await vscode.window.showWarningMessage(`Delete sandbox ${s.ref.name} and its workspace?`, { modal: true }, 'Delete');
+      if (ok !== 'Delete') return;
+      try {
+        await companion.request('sandboxes/delete', { ref: s.ref });
+        tree.refresh();
+      } catch (err) {
+        void vscode.window.showErrorMessage(`Could not delete ${s.ref.name}: ${errorText(err)}`);
+      }
+    }),
+    reg('sandboxSessions.downloadArtifacts', downloadArtifacts),
+    reg('sandboxSessions.refresh', () => tree.refresh()),
+    reg('sandboxSessions.showLogs', () => log.show()),
+    reg('sandboxSessions.sandboxActions', async (target: Target) => {
+      const s = await resolve(target);
+      if (!s) return;
+      const actions: [string, string][] = [
+        ['Open Terminal', 'sandboxSessions.openTerminal'],
+        ['Close Sandbox (Drain)', 'sandboxSessions.closeSandbox'],
+        ['Cancel Sandbox (Immediate)', 'sandboxSessions.cancelSandbox'],
+        ['Download Artifacts…', 'sandboxSessions.downloadArtifacts'],
+        ['Show Logs', 'sandboxSessions.showLogs'],
+      ];
+      const picked = await vscode.window.showQuickPick(actions.map(([label, command]) => ({ label, command })), { placeHolder: `${s.ref.name} (${s.phase ?? 'Pending'})` });
+      if (picked) await vscode.commands.executeCommand(picked.command, s.key);
+    }),
+  ];
+}

@@ -1,0 +1,114 @@
+// Starts and supervises the companion server (vscode-languageclient over stdio) and gives the
+// rest of the extension typed requests: params and results are the protocol's zod schemas, and
+// results are parsed before use.
+import zlib from 'node:zlib';
+import * as vscode from 'vscode';
+import { LanguageClient, ProgressType, ResponseError, TransportKind, type ServerOptions } from 'vscode-languageclient/node';
+import type { z } from 'zod';
+import {
+  type CompanionErrorCode,
+  CompanionErrorDataSchema,
+  type CompanionMethodName,
+  companionMethods,
+  COMPANION_PROTOCOL_VERSION,
+  type ProgressValue,
+  ProgressValueSchema,
+} from '../../protocol/companion';
+
+export type RequestParams<M extends CompanionMethodName> = z.input<(typeof companionMethods)[M]['params']>;
+export type RequestResult<M extends CompanionMethodName> = z.output<(typeof companionMethods)[M]['result']>;
+
+/** A failed companion request, with the protocol's stable code. */
+export class CompanionRequestError extends Error {
+  override readonly name = 'CompanionRequestError';
+  constructor(
+    readonly code: CompanionErrorCode | 'transport',
+    message: string,
+    readonly causeCode?: string,
+  ) {
+    super(message);
+  }
+}
+
+export interface RequestOptions {
+  token?: vscode.CancellationToken;
+  onProgress?: (value: ProgressValue) => void;
+}
+
+function serverOptions(context: vscode.ExtensionContext): ServerOptions {
+  const module = context.asAbsolutePath('dist/server.js');
+  const configured = vscode.workspace.getConfiguration('sandboxSessions').get<string>('server.nodePath', '').trim();
+  if (configured !== '') {
+    return { command: configured, args: [module, 'server', '--stdio'], transport: TransportKind.stdio };
+  }
+  if (typeof zlib.createZstdCompress !== 'function') {
+    throw new CompanionRequestError(
+      'unavailable',
+      `VS Code's runtime (Node ${process.versions.node}) has no built-in zstd, which the companion server needs. ` +
+        'Set "sandboxSessions.server.nodePath" to a Node.js 22.15 or newer.',
+    );
+  }
+  return { module, args: ['server'], transport: TransportKind.stdio, options: { env: { ...process.env } } };
+}
+
+export class CompanionClient implements vscode.Disposable {
+  private nextProgress = 0;
+
+  private constructor(private readonly client: LanguageClient) {}
+
+  static async start(context: vscode.ExtensionContext, log: vscode.LogOutputChannel): Promise<CompanionClient> {
+    const client = new LanguageClient('sandboxSessions', 'Sandbox Sessions', serverOptions(context), {
+      documentSelector: [],
+      outputChannel: log,
+      initializationOptions: { protocolVersion: COMPANION_PROTOCOL_VERSION },
+    });
+    await client.start();
+    return new CompanionClient(client);
+  }
+
+  async request<M extends CompanionMethodName>(method: M, params: RequestParams<M>, options: RequestOptions = {}): Promise<RequestResult<M>> {
+    const definition = companionMethods[method];
+    let progressToken: string | undefined;
+    let progressListener: vscode.Disposable | undefined;
+    if (options.onProgress && definition.progress) {
+      progressToken = `sandbox-sessions-${process.pid}-${++this.nextProgress}`;
+      const report = options.onProgress;
+      progressListener = this.client.onProgress(new ProgressType<unknown>(), progressToken, (value: unknown) => {
+        const parsed = ProgressValueSchema.safeParse(value);
+        if (parsed.success) report(parsed.data);
+      });
+    }
+    try {
+      const raw: unknown = await this.client.sendRequest(
+        method,
+        progressToken !== undefined ? { ...(params as object), progressToken } : params,
+        options.token,
+      );
+      const parsed = definition.result.safeParse(raw);
+      if (!parsed.success) throw new CompanionRequestError('internal', `the companion server answered ${method} with an unexpected result`);
+      return parsed.data as RequestResult<M>;
+    } catch (err) {
+      throw toRequestError(err);
+    } finally {
+      progressListener?.dispose();
+    }
+  }
+
+  onNotification(method: string, handler: (params: unknown) => void): vscode.Disposable {
+    return this.client.onNotification(method, handler);
+  }
+
+  async dispose(): Promise<void> {
+    await this.client.stop().catch(() => undefined);
+  }
+}
+
+function toRequestError(err: unknown): CompanionRequestError {
+  if (err instanceof CompanionRequestError) return err;
+  if (err instanceof ResponseError) {
+    const data = CompanionErrorDataSchema.safeParse(err.data);
+    if (data.success) return new CompanionRequestError(data.data.code, err.message, data.data.cause);
+    return new CompanionRequestError(err.code === -32800 ? 'cancelled' : 'internal', err.message);
+  }
+  return new CompanionRequestError('transport', `the companion server is not reachable: ${err instanceof Error ? err.message : String(err)}`);
+}

@@ -1,0 +1,134 @@
+// The `sandbox:` file system: `sandbox://<sandbox key>/<workspace path>`. A thin adapter from
+// VS Code's FileSystemProvider onto SandboxFiles (one per sandbox), mapping its errors to
+// FileSystemError and batching change events.
+import * as vscode from 'vscode';
+import type { SandboxRegistry } from '../sandboxes/registry';
+import { type FileChange, FsError, SandboxFiles } from './sandboxFiles';
+
+export const SANDBOX_SCHEME = 'sandbox';
+
+export function sandboxUri(key: string, path = ''): vscode.Uri {
+  return vscode.Uri.from({ scheme: SANDBOX_SCHEME, authority: key, path: `/${path.replace(/^\/+/, '')}` });
+}
+
+function toFileSystemError(err: unknown, uri: vscode.Uri): Error {
+  if (!(err instanceof FsError)) return err instanceof Error ? err : new Error(String(err));
+  switch (err.kind) {
+    case 'FileNotFound':
+      return vscode.FileSystemError.FileNotFound(uri);
+    case 'FileExists':
+      return vscode.FileSystemError.FileExists(uri);
+    case 'FileIsADirectory':
+      return vscode.FileSystemError.FileIsADirectory(uri);
+    case 'FileNotADirectory':
+      return vscode.FileSystemError.FileNotADirectory(uri);
+    case 'NoPermissions':
+      return vscode.FileSystemError.NoPermissions(err.message);
+    case 'Unavailable':
+      return vscode.FileSystemError.Unavailable(err.message);
+  }
+}
+
+export class SandboxFileSystemProvider implements vscode.FileSystemProvider, vscode.Disposable {
+  private readonly emitter = new vscode.EventEmitter<vscode.FileChangeEvent[]>();
+  readonly onDidChangeFile = this.emitter.event;
+  private readonly files = new Map<string, SandboxFiles>();
+  private pending: vscode.FileChangeEvent[] = [];
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly registry: SandboxRegistry) {}
+
+  /** The file system of one sandbox (for tests and diagnostics: its counters). */
+  filesOf(key: string): SandboxFiles {
+    let f = this.files.get(key);
+    if (!f) {
+      const connection = this.registry.connection(key);
+      if (!connection) throw vscode.FileSystemError.Unavailable(`"${key}" is not a sandbox reference`);
+      f = new SandboxFiles(connection);
+      f.onDidChange((changes) => this.queue(key, changes));
+      this.files.set(key, f);
+    }
+    return f;
+  }
+
+  /** Tells the file system a terminal command finished in `cwd` of sandbox `key`. */
+  commandRanIn(key: string, cwd: string): void {
+    this.files.get(key)?.commandRanIn(cwd);
+  }
+
+  private queue(key: string, changes: FileChange[]): void {
+    for (const c of changes) {
+      const type =
+        c.type === 'created' ? vscode.FileChangeType.Created : c.type === 'deleted' ? vscode.FileChangeType.Deleted : vscode.FileChangeType.Changed;
+      this.pending.push({ type, uri: sandboxUri(key, c.path) });
+    }
+    // Batch like memfs: one event burst per 5 ms.
+    this.timer ??= setTimeout(() => {
+      this.timer = undefined;
+      const batch = this.pending;
+      this.pending = [];
+      this.emitter.fire(batch);
+    }, 5);
+  }
+
+  private async run<T>(uri: vscode.Uri, fn: (files: SandboxFiles, path: string) => Promise<T>): Promise<T> {
+    try {
+      return await fn(this.filesOf(uri.authority), uri.path);
+    } catch (err) {
+      throw toFileSystemError(err, uri);
+    }
+  }
+
+  watch(): vscode.Disposable {
+    // Changes this extension makes (writes, and commands run in its terminals) are announced
+    // without a watcher; the API has no change feed for anything else.
+    return new vscode.Disposable(() => undefined);
+  }
+
+  stat(uri: vscode.Uri): Promise<vscode.FileStat> {
+    return this.run(uri, async (f, p) => {
+      const info = await f.stat(p);
+      return {
+        type: info.type === 'directory' ? vscode.FileType.Directory : vscode.FileType.File,
+        size: info.size,
+        mtime: info.mtime,
+        ctime: info.ctime,
+        ...(info.readonly ? { permissions: vscode.FilePermission.Readonly } : {}),
+      };
+    });
+  }
+
+  readDirectory(uri: vscode.Uri): Promise<[string, vscode.FileType][]> {
+    return this.run(uri, async (f, p) =>
+      (await f.readDirectory(p)).map(([name, type]) => [name, type === 'directory' ? vscode.FileType.Directory : vscode.FileType.File]),
+    );
+  }
+
+  readFile(uri: vscode.Uri): Promise<Uint8Array> {
+    return this.run(uri, (f, p) => f.readFile(p));
+  }
+
+  writeFile(uri: vscode.Uri, content: Uint8Array, options: { readonly create: boolean; readonly overwrite: boolean }): Promise<void> {
+    return this.run(uri, (f, p) => f.writeFile(p, content, options));
+  }
+
+  createDirectory(uri: vscode.Uri): Promise<void> {
+    return this.run(uri, (f, p) => f.createDirectory(p));
+  }
+
+  delete(uri: vscode.Uri, options: { readonly recursive: boolean }): Promise<void> {
+    return this.run(uri, (f, p) => f.delete(p, options));
+  }
+
+  rename(oldUri: vscode.Uri, newUri: vscode.Uri, options: { readonly overwrite: boolean }): Promise<void> {
+    if (oldUri.authority !== newUri.authority) {
+      return Promise.reject(vscode.FileSystemError.Unavailable('moving files between sandboxes is not supported; copy them instead'));
+    }
+    return this.run(oldUri, (f, p) => f.rename(p, newUri.path, options));
+  }
+
+  dispose(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.emitter.dispose();
+  }
+}

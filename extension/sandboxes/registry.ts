@@ -1,0 +1,132 @@
+// The extension's view of sandboxes: summaries kept current by `sandboxes/changed`
+// notifications, and one connection per sandbox key (the `sandbox:` URI authority). Keys encode
+// the whole sandbox reference, so a folder opened before a reload resolves again afterwards.
+import * as vscode from 'vscode';
+import { GatewayClient } from '../../protocol/kruntimes/gatewayClient';
+import type { GatewayCapabilities } from '../../protocol/kruntimes/gateway';
+import type { RunPhase } from '../../protocol/kruntimes/run';
+import { parseSandboxKey, SandboxChangedSchema, type SandboxRef, type SandboxSummary } from '../../protocol/sandboxes';
+import type { CompanionClient } from '../companion/companionClient';
+import type { SandboxConnection } from './connection';
+
+class RegistryConnection implements SandboxConnection {
+  private current: Promise<{ client: GatewayClient; capabilities: GatewayCapabilities | undefined }> | undefined;
+  private caps: GatewayCapabilities | undefined;
+
+  constructor(
+    readonly key: string,
+    readonly ref: SandboxRef,
+    private readonly registry: SandboxRegistry,
+  ) {}
+
+  get label(): string {
+    return this.ref.name;
+  }
+
+  client(): Promise<GatewayClient> {
+    if (!this.current) {
+      const opening = this.registry.companion.request('sandboxes/open', { ref: this.ref }).then((c) => {
+        // Reads may meet informer lag right after Ready; retry them briefly.
+        const client = new GatewayClient({ endpoint: c.endpoint, token: c.token, readRetryWindowMs: 5000 });
+        this.caps = c.capabilities;
+        return { client, capabilities: c.capabilities };
+      });
+      this.current = opening;
+      opening.catch(() => {
+        if (this.current === opening) this.current = undefined;
+      });
+    }
+    return this.current.then((c) => c.client);
+  }
+
+  invalidate(): void {
+    const old = this.current;
+    this.current = undefined;
+    void old?.then((c) => c.client.close()).catch(() => undefined);
+  }
+
+  capabilities(): GatewayCapabilities | undefined {
+    return this.caps;
+  }
+
+  phase(): RunPhase | undefined {
+    return this.registry.summary(this.key)?.phase;
+  }
+
+  dispose(): void {
+    this.invalidate();
+  }
+}
+
+export class SandboxRegistry implements vscode.Disposable {
+  private readonly summaries = new Map<string, SandboxSummary>();
+  private readonly connections = new Map<string, RegistryConnection>();
+  private readonly changed = new vscode.EventEmitter<SandboxSummary | undefined>();
+  private readonly subscriptions: vscode.Disposable[] = [];
+  /** Fires with the changed sandbox, or undefined when many may have changed. */
+  readonly onDidChange = this.changed.event;
+
+  constructor(readonly companion: CompanionClient) {
+    this.subscriptions.push(
+      companion.onNotification('sandboxes/changed', (raw) => {
+        const parsed = SandboxChangedSchema.safeParse(raw);
+        if (!parsed.success) return;
+        const { sandbox, removed } = parsed.data;
+        if (removed) this.summaries.delete(sandbox.key);
+        else this.update(sandbox);
+        if (removed || sandbox.phase !== 'Ready') this.connections.get(sandbox.key)?.invalidate();
+        this.changed.fire(sandbox);
+      }),
+    );
+  }
+
+  update(summary: SandboxSummary): void {
+    this.summaries.set(summary.key, summary);
+  }
+
+  summary(key: string): SandboxSummary | undefined {
+    return this.summaries.get(key);
+  }
+
+  all(): SandboxSummary[] {
+    return [...this.summaries.values()];
+  }
+
+  /** The connection for a sandbox key, or undefined when the key is not a sandbox reference. */
+  connection(key: string): SandboxConnection | undefined {
+    let c = this.connections.get(key);
+    if (!c) {
+      const ref = parseSandboxKey(key);
+      if (!ref) return undefined;
+      c = new RegistryConnection(key, ref, this);
+      this.connections.set(key, c);
+    }
+    return c;
+  }
+
+  /** Lists a provider's sandboxes and updates the cache. */
+  async list(provider: SandboxRef['provider'], filter: { context?: string; namespace?: string } = {}): Promise<SandboxSummary[]> {
+    const { sandboxes } = await this.companion.request('sandboxes/list', { provider, ...filter });
+    for (const s of sandboxes) this.update(s);
+    return sandboxes;
+  }
+
+  /** Refreshes one sandbox's summary from the server. */
+  async refresh(ref: SandboxRef): Promise<SandboxSummary> {
+    const { sandbox } = await this.companion.request('sandboxes/get', { ref });
+    this.update(sandbox);
+    this.changed.fire(sandbox);
+    return sandbox;
+  }
+
+  fireChanged(summary?: SandboxSummary): void {
+    if (summary) this.update(summary);
+    this.changed.fire(summary);
+  }
+
+  dispose(): void {
+    for (const c of this.connections.values()) c.dispose();
+    for (const s of this.subscriptions) s.dispose();
+    this.changed.dispose();
+  }
+}

@@ -1,0 +1,102 @@
+// The status bar item for the sandbox of the active editor: its phase and the time left before
+// the idle and total timeouts (idle from the gateway's last-activity time; reads do not count),
+// so a sandbox never stops without warning. Click → the sandbox's actions.
+import * as vscode from 'vscode';
+import { parseGoDuration } from '../../protocol/kruntimes/run';
+import type { SandboxSummary } from '../../protocol/sandboxes';
+import { SANDBOX_SCHEME } from '../fs/sandboxFileSystemProvider';
+import type { SandboxRegistry } from '../sandboxes/registry';
+
+const STATUS_POLL_MS = 15_000;
+
+export function formatRemaining(ms: number): string {
+  if (ms <= 0) return '0:00';
+  const s = Math.floor(ms / 1000);
+  const h = Math.floor(s / 3600);
+  const m = Math.floor((s % 3600) / 60);
+  const sec = s % 60;
+  return h > 0 ? `${h}:${String(m).padStart(2, '0')}:${String(sec).padStart(2, '0')}` : `${m}:${String(sec).padStart(2, '0')}`;
+}
+
+export class SandboxStatusBar implements vscode.Disposable {
+  private readonly item = vscode.window.createStatusBarItem('sandboxSessions.status', vscode.StatusBarAlignment.Left, 50);
+  private readonly disposables: vscode.Disposable[] = [];
+  private key: string | undefined;
+  private lastActivityMs: number | undefined;
+  private lastPoll = 0;
+  private readonly ticker: NodeJS.Timeout;
+
+  constructor(private readonly registry: SandboxRegistry) {
+    this.item.name = 'Sandbox';
+    this.disposables.push(
+      this.item,
+      vscode.window.onDidChangeActiveTextEditor(() => this.pick()),
+      vscode.workspace.onDidChangeWorkspaceFolders(() => this.pick()),
+      registry.onDidChange(() => this.render()),
+    );
+    this.ticker = setInterval(() => this.render(), 1000);
+    this.pick();
+  }
+
+  /** The sandbox of the active editor, else the first sandbox folder of the workspace. */
+  private pick(): void {
+    const editorUri = vscode.window.activeTextEditor?.document.uri;
+    const folder = vscode.workspace.workspaceFolders?.find((f) => f.uri.scheme === SANDBOX_SCHEME);
+    const key = editorUri?.scheme === SANDBOX_SCHEME ? editorUri.authority : folder?.uri.authority;
+    if (key !== this.key) {
+      this.key = key;
+      this.lastActivityMs = undefined;
+      this.lastPoll = 0;
+    }
+    this.render();
+  }
+
+  private poll(summary: SandboxSummary): void {
+    if (Date.now() - this.lastPoll < STATUS_POLL_MS || summary.phase !== 'Ready') return;
+    this.lastPoll = Date.now();
+    const connection = this.registry.connection(summary.key);
+    void connection
+      ?.client()
+      .then((c) => c.status())
+      .then((status) => {
+        if (status.lastActivityUnixNano !== undefined) this.lastActivityMs = Number(status.lastActivityUnixNano / 1_000_000n);
+        this.render();
+      })
+      .catch(() => undefined);
+  }
+
+  private render(): void {
+    const summary = this.key ? this.registry.summary(this.key) : undefined;
+    if (!this.key || !summary) {
+      this.item.hide();
+      return;
+    }
+    this.poll(summary);
+    const parts = [`$(vm) ${summary.ref.name}: ${summary.phase ?? 'Pending'}`];
+    const tips = [`Sandbox ${summary.ref.name} (${summary.runtime}) is ${summary.phase ?? 'Pending'}.`];
+    if (summary.phase === 'Ready') {
+      if (summary.idleTimeoutSeconds !== undefined && this.lastActivityMs !== undefined) {
+        const left = this.lastActivityMs + summary.idleTimeoutSeconds * 1000 - Date.now();
+        parts.push(`idle ${formatRemaining(left)}`);
+        tips.push(`Stops after ${summary.idleTimeoutSeconds} s without commands or changes (${formatRemaining(left)} left).`);
+      }
+      const total = summary.timeout ? parseGoDuration(summary.timeout) : undefined;
+      if (total !== undefined && summary.startTime) {
+        const left = Date.parse(summary.startTime) + total - Date.now();
+        parts.push(`${formatRemaining(left)} left`);
+        tips.push(`Ends at its total timeout of ${summary.timeout} (${formatRemaining(left)} left).`);
+      }
+    } else if (summary.message) {
+      tips.push(`${summary.reason ? `${summary.reason}: ` : ''}${summary.message}`);
+    }
+    this.item.text = parts.join(' · ');
+    this.item.tooltip = tips.join('\n');
+    this.item.command = { command: 'sandboxSessions.sandboxActions', title: 'Sandbox actions', arguments: [this.key] };
+    this.item.show();
+  }
+
+  dispose(): void {
+    clearInterval(this.ticker);
+    for (const d of this.disposables) d.dispose();
+  }
+}

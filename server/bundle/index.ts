@@ -1,0 +1,10 @@
+// Public API of the Session Bundle v1 codec (spec §1–8) and the snapshot step before pack (§13).
+export { packSessionBundle, type PackOptions } from './pack';
+export { inspectSessionBundle, type InspectOptions } from './inspect';
+export { hydrateSessionBundle, type HydrateOptions } from './hydrate';
+export { cleanupHydrationStaging } from './cleanup';
+export { prepareWorkspaceSnapshot, type PreparedSnapshot, type SnapshotOptions } from './snapshot';
+export { classifyWorkspacePath, type WorkspacePathVerdict } from './snapshotPolicy';
+export { SessionBundleError, SessionSnapshotError, isSessionBundleError } from './errors';
+export { assertSessionBundleLimits } from './limits';
+export type { BundleProgress, BundleSource } from './reader';

@@ -1,0 +1,76 @@
+// Crash-safe, no-replace publication of a packed archive (spec §8 "Pack publication"): write a 0600 temp
+// file beside the destination, fsync it, `link` it to the destination (fails if anything is there, so of
+// several concurrent packers exactly one wins), then re-hash the published inode before calling it done.
+import { randomUUID } from 'node:crypto';
+import { constants, promises as fsp, type BigIntStats } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+import { SessionBundleError } from './errors';
+import { errnoOf, fsyncDirectory, hashOpenFile, lstatOrUndefined, sameInode } from './fsx';
+
+export interface PackTemp {
+  path: string;
+  handle: fsp.FileHandle;
+  stat: BigIntStats;
+}
+
+function changed(what: string): SessionBundleError {
+  return new SessionBundleError('source_changed', `publication raced: ${what}`, { operation: 'pack' });
+}
+
+export async function assertDestinationFree(destination: string): Promise<void> {
+  const parent = await fsp.stat(dirname(destination)).catch((err: unknown) => {
+    throw new SessionBundleError('io_failure', `the destination's parent directory is unusable (${errnoOf(err) ?? 'error'})`, { operation: 'pack' });
+  });
+  if (!parent.isDirectory()) throw new SessionBundleError('io_failure', "the destination's parent is not a directory", { operation: 'pack' });
+  if ((await lstatOrUndefined(destination)) !== undefined) {
+    throw new SessionBundleError('destination_exists', 'the destination already exists; bundles are never replaced', { operation: 'pack' });
+  }
+}
+
+export async function createPackTemp(destination: string): Promise<PackTemp> {
+  const path = join(dirname(destination), `.${basename(destination)}.maka-session-bundle-pack-${randomUUID()}.tmp`);
+  const handle = await fsp.open(path, constants.O_RDWR | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+  await handle.chmod(0o600);
+  return { path, handle, stat: await handle.stat({ bigint: true }) };
+}
+
+/** Remove the temp (and a published destination) only while they are still our inode. */
+export async function discardPackTemp(temp: PackTemp, destination: string, published: boolean): Promise<void> {
+  await temp.handle.close().catch(() => undefined);
+  for (const path of published ? [temp.path, destination] : [temp.path]) {
+    const st = await lstatOrUndefined(path).catch(() => undefined);
+    if (st !== undefined && sameInode(st, temp.stat)) await fsp.unlink(path).catch(() => undefined);
+  }
+}
+
+/**
+ * fsync, link to the destination, verify the published inode's digest, drop the temp name, fsync the parent.
+ * `onPublished` is called once the destination name exists, so the caller knows to remove it on failure.
+ */
+export async function publishPackTemp(temp: PackTemp, destination: string, archiveDigest: string, compressedBytes: number, onPublished: () => void): Promise<void> {
+  await temp.handle.sync();
+  const written = await temp.handle.stat({ bigint: true });
+  if (!sameInode(written, temp.stat) || written.size !== BigInt(compressedBytes)) throw changed('the temp file changed while it was written');
+  await temp.handle.close();
+  const tempNow = await lstatOrUndefined(temp.path);
+  if (tempNow === undefined || !sameInode(tempNow, temp.stat)) throw changed('the temp file was replaced');
+  try {
+    await fsp.link(temp.path, destination);
+  } catch (err) {
+    if (errnoOf(err) === 'EEXIST') throw new SessionBundleError('destination_exists', 'the destination already exists; bundles are never replaced', { operation: 'pack' });
+    throw err;
+  }
+  onPublished();
+  const published = await fsp.open(destination, constants.O_RDONLY | constants.O_NOFOLLOW);
+  try {
+    const st = await published.stat({ bigint: true });
+    if (!sameInode(st, temp.stat)) throw changed('the destination is not the inode that was written');
+    const { digest, bytes } = await hashOpenFile(published);
+    if (bytes !== compressedBytes || `sha256:${digest.toString('hex')}` !== archiveDigest) throw changed('the published bytes differ from the bytes written');
+  } finally {
+    await published.close();
+  }
+  const tempAfter = await lstatOrUndefined(temp.path);
+  if (tempAfter !== undefined && sameInode(tempAfter, temp.stat)) await fsp.unlink(temp.path);
+  await fsyncDirectory(dirname(destination));
+}

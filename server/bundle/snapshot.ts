@@ -1,0 +1,166 @@
+// The snapshot step before pack (spec §13): copy a live state root and workspace into a private staging
+// snapshot, applying the V1 workspace policy — `.git`, `node_modules`, caches, logs and runtime scratch are left
+// out and reported by category; a known secret file refuses the whole snapshot (`policy_rejected`, naming it).
+// Pack then reads the quiet copy, never the live tree. Quiescing the session itself is the caller's job.
+import { randomUUID } from 'node:crypto';
+import { constants, promises as fsp } from 'node:fs';
+import { join } from 'node:path';
+import type { SnapshotExclusionCategory, WorkspaceSnapshotReport } from '../../protocol/bundle';
+import { SessionSnapshotError } from './errors';
+import { errnoOf, fingerprintOf, READ_CHUNK, sameFingerprint, writeFully } from './fsx';
+import { classifyWorkspacePath } from './snapshotPolicy';
+
+export interface SnapshotOptions {
+  stateRoot: string;
+  workspaceRoot: string;
+  /** A private directory (not group/other accessible) owned by this user; the snapshot is created inside. */
+  stagingParent: string;
+}
+
+export interface PreparedSnapshot {
+  snapshot: { root: string; stateRoot: string; workspaceRoot: string };
+  workspace: WorkspaceSnapshotReport;
+  /** Delete the snapshot. Safe to call more than once. */
+  release(): Promise<void>;
+}
+
+const fatalUtf8 = new TextDecoder('utf-8', { fatal: true });
+
+interface CopyStats {
+  included: number;
+  payloadBytes: number;
+  excluded: { path: string; category: SnapshotExclusionCategory }[];
+}
+
+async function copyFile(source: string, target: string, shownPath: string): Promise<number> {
+  const input = await fsp.open(source, constants.O_RDONLY | constants.O_NOFOLLOW);
+  try {
+    const before = await input.stat({ bigint: true });
+    if (!before.isFile()) throw new SessionSnapshotError('unsafe_source', `cannot snapshot ${JSON.stringify(shownPath)}: not a regular file`, shownPath);
+    const mode = (Number(before.mode) & 0o111) !== 0 ? 0o755 : 0o644;
+    const output = await fsp.open(target, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, mode);
+    let copied = 0;
+    try {
+      const buffer = Buffer.allocUnsafe(READ_CHUNK);
+      while (true) {
+        const { bytesRead } = await input.read(buffer, 0, READ_CHUNK, copied);
+        if (bytesRead === 0) break;
+        await writeFully(output, buffer.subarray(0, bytesRead));
+        copied += bytesRead;
+      }
+      await output.chmod(mode);
+    } finally {
+      await output.close();
+    }
+    const after = await input.stat({ bigint: true });
+    if (!sameFingerprint(fingerprintOf(before), fingerprintOf(after)) || BigInt(copied) !== after.size) {
+      throw new SessionSnapshotError('source_changed', `${JSON.stringify(shownPath)} changed while it was being copied; retry when the session is quiet`, shownPath);
+    }
+    return copied;
+  } finally {
+    await input.close();
+  }
+}
+
+/** Copy `source` into `target` (which exists). `policy` is applied to workspace paths only. */
+async function copyTree(source: string, target: string, label: string, policy: boolean, stats: CopyStats): Promise<void> {
+  const pending: { dir: string; out: string; segments: string[] }[] = [{ dir: source, out: target, segments: [] }];
+  while (pending.length > 0) {
+    const { dir, out, segments } = pending.pop() as { dir: string; out: string; segments: string[] };
+    const names = (await fsp.readdir(dir, { encoding: 'buffer' })).sort(Buffer.compare);
+    for (const raw of names) {
+      let name: string;
+      try {
+        name = fatalUtf8.decode(raw);
+      } catch {
+        const shown = [label, ...segments].join('/');
+        throw new SessionSnapshotError('unsafe_source', `a file name in ${JSON.stringify(shown)} is not valid UTF-8; rename it`, shown);
+      }
+      const childSegments = [...segments, name];
+      const shown = [label, ...childSegments].join('/');
+      const from = join(dir, name);
+      const st = await fsp.lstat(from);
+      const isDirectory = st.isDirectory();
+      if (policy) {
+        const verdict = classifyWorkspacePath(childSegments, isDirectory);
+        if (verdict.verdict === 'reject') {
+          throw new SessionSnapshotError('policy_rejected', `refusing to snapshot ${JSON.stringify(shown)}: it looks like a secret (known_secret_file). Move it out of the workspace; secrets are never packed.`, shown);
+        }
+        if (verdict.verdict === 'exclude') {
+          stats.excluded.push({ path: childSegments.join('/') + (isDirectory ? '/' : ''), category: verdict.category });
+          continue;
+        }
+      }
+      const to = join(out, name);
+      if (isDirectory) {
+        await fsp.mkdir(to, { mode: 0o755 });
+        pending.push({ dir: from, out: to, segments: childSegments });
+      } else if (st.isFile()) {
+        const bytes = await copyFile(from, to, shown);
+        if (policy) stats.payloadBytes += bytes;
+      } else {
+        const what = st.isSymbolicLink() ? 'a symbolic link' : 'a special file';
+        throw new SessionSnapshotError('unsafe_source', `cannot snapshot ${JSON.stringify(shown)}: it is ${what} (bundles hold only files and directories)`, shown);
+      }
+      if (policy) stats.included += 1;
+    }
+  }
+}
+
+async function assertPrivateParent(path: string): Promise<void> {
+  const st = await fsp.lstat(path).catch((err: unknown) => {
+    throw new SessionSnapshotError('invalid_input', `the snapshot staging parent is unusable (${errnoOf(err) ?? 'error'})`);
+  });
+  if (!st.isDirectory()) throw new SessionSnapshotError('invalid_input', 'the snapshot staging parent is not a real directory');
+  const uid = process.getuid?.();
+  if ((st.mode & 0o077) !== 0 || (uid !== undefined && st.uid !== uid)) {
+    throw new SessionSnapshotError('invalid_input', 'the snapshot staging parent must be private (mode 0700, owned by this user)');
+  }
+}
+
+async function assertSourceRoot(path: string, label: string): Promise<void> {
+  const st = await fsp.lstat(path).catch((err: unknown) => {
+    throw new SessionSnapshotError('invalid_input', `the ${label} root is unusable (${errnoOf(err) ?? 'error'})`);
+  });
+  if (!st.isDirectory()) throw new SessionSnapshotError('unsafe_source', `the ${label} root is not a real directory`);
+}
+
+export async function prepareWorkspaceSnapshot(options: SnapshotOptions): Promise<PreparedSnapshot> {
+  await assertPrivateParent(options.stagingParent);
+  await assertSourceRoot(options.stateRoot, 'state');
+  await assertSourceRoot(options.workspaceRoot, 'workspace');
+  const id = randomUUID();
+  const preparing = join(options.stagingParent, `.snapshot-${id}.preparing`);
+  const root = join(options.stagingParent, `snapshot-${id}`);
+  const stats: CopyStats = { included: 0, payloadBytes: 0, excluded: [] };
+  await fsp.mkdir(preparing, { mode: 0o700 });
+  try {
+    await fsp.mkdir(join(preparing, 'state'), { mode: 0o755 });
+    await fsp.mkdir(join(preparing, 'workspace'), { mode: 0o755 });
+    await copyTree(options.stateRoot, join(preparing, 'state'), 'state', false, stats);
+    await copyTree(options.workspaceRoot, join(preparing, 'workspace'), 'workspace', true, stats);
+    await fsp.rename(preparing, root);
+  } catch (err) {
+    await fsp.rm(preparing, { recursive: true, force: true }).catch(() => undefined);
+    if (err instanceof SessionSnapshotError) throw err;
+    throw new SessionSnapshotError('io_failure', `snapshot failed: file system error ${errnoOf(err) ?? '(no errno)'}`);
+  }
+  const byCategory: Record<SnapshotExclusionCategory, number> = { source_control: 0, dependency_tree: 0, cache: 0, log: 0, runtime_scratch: 0 };
+  for (const e of stats.excluded) byCategory[e.category] += 1;
+  let released = false;
+  return {
+    snapshot: { root, stateRoot: join(root, 'state'), workspaceRoot: join(root, 'workspace') },
+    workspace: {
+      policyVersion: 1,
+      includedEntries: stats.included,
+      excludedEntries: stats.excluded.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0)),
+      excludedEntriesByCategory: byCategory,
+      payloadBytes: stats.payloadBytes,
+    },
+    async release() {
+      if (released) return;
+      released = true;
+      await fsp.rm(root, { recursive: true, force: true });
+    },
+  };
+}

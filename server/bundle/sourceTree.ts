@@ -1,0 +1,142 @@
+// The pack-side scan (spec §1, §6): walks the state and workspace roots with lstat, admits only real
+// directories and single-link regular files with portable UTF-8 names, applies the path, file, payload and
+// entry quotas as it goes, and records each entry's inode fingerprint so a later change is noticed.
+import { promises as fsp, type BigIntStats } from 'node:fs';
+import { join } from 'node:path';
+import type { SessionBundleLimits } from '../../protocol/bundle';
+import { SessionBundleError } from './errors';
+import { fingerprintOf, sameFingerprint, type Fingerprint } from './fsx';
+import { checkQuota } from './limits';
+import { pathDepth, utf8Length, validateArchivePath } from './pathLanguage';
+
+export interface SourceEntry {
+  kind: 'file' | 'directory';
+  archivePath: string;
+  sourcePath: string;
+  mode: 0o644 | 0o755;
+  size: number;
+  fingerprint: Fingerprint;
+  digest?: Buffer;
+}
+
+const fatalUtf8 = new TextDecoder('utf-8', { fatal: true });
+
+export interface ScanState {
+  entries: SourceEntry[];
+  payloadBytes: number;
+  entryCount: number;
+}
+
+function admitPath(archivePath: string, limits: SessionBundleLimits): void {
+  validateArchivePath(archivePath);
+  checkQuota(limits, 'maxPathBytes', utf8Length(archivePath), 'pack');
+  const depth = pathDepth(archivePath);
+  checkQuota(limits, 'maxPathDepth', depth, 'pack', { pathDepth: depth });
+}
+
+function countEntry(state: ScanState, limits: SessionBundleLimits): void {
+  state.entryCount += 1;
+  checkQuota(limits, 'maxEntryCount', state.entryCount, 'pack');
+}
+
+const LSTAT_BATCH = 64;
+
+type Pending = { dir: string; archive: string };
+
+/** Admit one directory child after lstat: a directory (queued for walking) or a single-link regular file. */
+function admitChild(name: string, sourcePath: string, st: BigIntStats, parent: Pending, limits: SessionBundleLimits, state: ScanState, pending: Pending[]): void {
+  if (st.isDirectory()) {
+    const archivePath = `${parent.archive}${name}/`;
+    admitPath(archivePath, limits);
+    state.entries.push({ kind: 'directory', archivePath, sourcePath, mode: 0o755, size: 0, fingerprint: fingerprintOf(st) });
+    countEntry(state, limits);
+    pending.push({ dir: sourcePath, archive: archivePath });
+  } else if (st.isFile()) {
+    const archivePath = `${parent.archive}${name}`;
+    admitPath(archivePath, limits);
+    if (st.nlink !== 1n) throw new SessionBundleError('unsupported_entry', `unsupported entry: ${JSON.stringify(archivePath)} is hard-linked (nlink ${st.nlink})`);
+    if (st.size > BigInt(Number.MAX_SAFE_INTEGER)) throw new SessionBundleError('unsupported_entry', `unsupported entry: ${JSON.stringify(archivePath)} is too large`);
+    const size = Number(st.size);
+    checkQuota(limits, 'maxFileBytes', size, 'pack');
+    state.payloadBytes += size;
+    checkQuota(limits, 'maxPayloadBytes', state.payloadBytes, 'pack');
+    const mode = (Number(st.mode) & 0o111) !== 0 ? 0o755 : 0o644;
+    state.entries.push({ kind: 'file', archivePath, sourcePath, mode, size, fingerprint: fingerprintOf(st) });
+    countEntry(state, limits);
+  } else {
+    const what = st.isSymbolicLink() ? 'a symbolic link' : 'a special file';
+    throw new SessionBundleError('unsupported_entry', `unsupported entry: ${JSON.stringify(`${parent.archive}${name}`)} is ${what}`);
+  }
+}
+
+/** Scan one root (`state/` or `workspace/`) into `state.entries`, depth first. */
+export async function scanRoot(rootPath: string, archiveRoot: string, limits: SessionBundleLimits, state: ScanState): Promise<void> {
+  const rootStat = await fsp.lstat(rootPath, { bigint: true });
+  if (!rootStat.isDirectory()) {
+    throw new SessionBundleError('unsupported_entry', `unsupported entry: the ${archiveRoot} source root is not a real directory`);
+  }
+  admitPath(archiveRoot, limits);
+  state.entries.push({ kind: 'directory', archivePath: archiveRoot, sourcePath: rootPath, mode: 0o755, size: 0, fingerprint: fingerprintOf(rootStat) });
+  countEntry(state, limits);
+  const pending: Pending[] = [{ dir: rootPath, archive: archiveRoot }];
+  while (pending.length > 0) {
+    const parent = pending.pop() as Pending;
+    const children: { name: string; sourcePath: string }[] = [];
+    for (const raw of await fsp.readdir(parent.dir, { encoding: 'buffer' })) {
+      let name: string;
+      try {
+        name = fatalUtf8.decode(raw);
+      } catch {
+        throw new SessionBundleError('unsafe_path', `unsafe archive path: a file name under ${parent.archive} is not valid UTF-8`);
+      }
+      children.push({ name, sourcePath: join(parent.dir, name) });
+    }
+    // lstat a batch at a time: thousands of sequential round trips would dominate the scan.
+    for (let start = 0; start < children.length; start += LSTAT_BATCH) {
+      const batch = children.slice(start, start + LSTAT_BATCH);
+      const stats = await Promise.all(batch.map((c) => fsp.lstat(c.sourcePath, { bigint: true })));
+      batch.forEach((c, i) => admitChild(c.name, c.sourcePath, stats[i] as BigIntStats, parent, limits, state, pending));
+    }
+  }
+}
+
+export function sortEntries(entries: SourceEntry[]): void {
+  const keyed = entries.map((e) => ({ e, key: Buffer.from(e.archivePath, 'utf8') }));
+  keyed.sort((a, b) => Buffer.compare(a.key, b.key));
+  keyed.forEach((k, i) => (entries[i] = k.e));
+}
+
+/**
+ * After emitting: every scanned directory still has its inode fingerprint and exactly the children that were
+ * packed. Names are compared too, because a directory's mtime moves in coarse clock ticks and can miss a change.
+ */
+export async function assertDirectoriesUnchanged(entries: readonly SourceEntry[]): Promise<void> {
+  const packed = new Set(entries.map((e) => e.archivePath));
+  const counts = childCounts(entries);
+  for (const entry of entries) {
+    if (entry.kind !== 'directory') continue;
+    const st = await fsp.lstat(entry.sourcePath, { bigint: true });
+    const names = await fsp.readdir(entry.sourcePath, { encoding: 'buffer' });
+    const unchanged =
+      sameFingerprint(fingerprintOf(st), entry.fingerprint) &&
+      names.every((raw) => {
+        const name = raw.toString('utf8');
+        return packed.has(`${entry.archivePath}${name}`) || packed.has(`${entry.archivePath}${name}/`);
+      }) &&
+      names.length === (counts.get(entry.archivePath) ?? 0);
+    if (!unchanged) throw new SessionBundleError('source_changed', `source changed while packing: directory ${JSON.stringify(entry.archivePath)}`, { operation: 'pack' });
+  }
+}
+
+/** Number of packed children per packed directory, in one pass. */
+function childCounts(entries: readonly SourceEntry[]): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const e of entries) {
+    const body = e.archivePath.endsWith('/') ? e.archivePath.slice(0, -1) : e.archivePath;
+    const slash = body.lastIndexOf('/');
+    if (slash === -1) continue;
+    const parent = body.slice(0, slash + 1);
+    counts.set(parent, (counts.get(parent) ?? 0) + 1);
+  }
+  return counts;
+}

@@ -1,0 +1,219 @@
+// `sandbox-sessions bundle …`: pack, inspect, hydrate and clean up Session Bundles from a terminal, with the
+// people-default limits (DEFAULT_PEOPLE_LIMITS), a progress line on stderr for long work, and every failure
+// shown as `error [code]: message`. Exit codes: 0 success, 1 failure, 2 usage.
+import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { DEFAULT_PEOPLE_LIMITS, SHA256_DIGEST_PATTERN } from '../../protocol/bundle';
+import {
+  cleanupHydrationStaging,
+  hydrateSessionBundle,
+  inspectSessionBundle,
+  packSessionBundle,
+  prepareWorkspaceSnapshot,
+  SessionBundleError,
+  SessionSnapshotError,
+  type BundleProgress,
+} from '../bundle';
+
+export interface CliIo {
+  stdout: NodeJS.WritableStream;
+  stderr: NodeJS.WritableStream;
+}
+
+const STATE_IDENTITY_MEDIA_TYPE = 'application/vnd.maka.session-state-identity+json;version=1';
+
+export const BUNDLE_USAGE = `usage:
+  sandbox-sessions bundle pack <state-dir> <workspace-dir> -o <out.tar.zst> --session-id <id>
+        [--identity-file <file> [--identity-media-type <type>]] [--last-activation-id <id>]
+  sandbox-sessions bundle inspect <file.tar.zst> [--json] [--expected-digest sha256:<hex>]
+  sandbox-sessions bundle hydrate <file.tar.zst> <destination> --session-id <id>
+  sandbox-sessions bundle cleanup <destination>
+
+pack snapshots the workspace first: .git, node_modules, caches and logs are left out (and listed);
+a known secret file (.env, keys, credentials…) refuses the pack. Without --identity-file the identity is
+{"schemaVersion":1,"makaSessionId":<session-id>} (${STATE_IDENTITY_MEDIA_TYPE}).
+`;
+
+class UsageError extends Error {}
+
+function formatBytes(n: number): string {
+  if (n < 1024) return `${n} B`;
+  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KiB`;
+  if (n < 1024 ** 3) return `${(n / 1024 ** 2).toFixed(1)} MiB`;
+  return `${(n / 1024 ** 3).toFixed(2)} GiB`;
+}
+
+const PHASE_LABEL: Record<BundleProgress['phase'], string> = { hash: 'hashing', write: 'packing', verify: 'verifying', read: 'reading' };
+
+/** One progress line on stderr, only once work has taken more than a second; rewritten in place on a TTY. */
+function progressReporter(stderr: NodeJS.WritableStream): { update: (p: BundleProgress) => void; done: () => void } {
+  const started = Date.now();
+  const tty = (stderr as NodeJS.WritableStream & { isTTY?: boolean }).isTTY === true;
+  let last = 0;
+  let shown = false;
+  return {
+    update(p) {
+      const now = Date.now();
+      if (now - started < 1000 || now - last < (tty ? 200 : 2000)) return;
+      last = now;
+      shown = true;
+      const total = p.totalBytes === undefined ? '' : ` of ${formatBytes(p.totalBytes)}`;
+      const line = `${PHASE_LABEL[p.phase]}: ${formatBytes(p.bytes)}${total}`;
+      stderr.write(tty ? `\r\x1b[K${line}` : `${line}\n`);
+    },
+    done() {
+      if (shown && tty) stderr.write('\n');
+    },
+  };
+}
+
+function positionals(values: string[], count: number, command: string): string[] {
+  if (values.length !== count) throw new UsageError(`bundle ${command} takes ${count} argument${count === 1 ? '' : 's'}, got ${values.length}`);
+  return values;
+}
+
+function requireOption(value: string | undefined, name: string): string {
+  if (value === undefined || value === '') throw new UsageError(`--${name} is required`);
+  return value;
+}
+
+async function pack(args: string[], io: CliIo): Promise<void> {
+  const { values, positionals: pos } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: {
+      output: { type: 'string', short: 'o' },
+      'session-id': { type: 'string' },
+      'identity-file': { type: 'string' },
+      'identity-media-type': { type: 'string' },
+      'last-activation-id': { type: 'string' },
+    },
+  });
+  const [stateDir, workspaceDir] = positionals(pos, 2, 'pack') as [string, string];
+  const output = resolve(requireOption(values.output, 'output (-o)'));
+  const sessionId = requireOption(values['session-id'], 'session-id');
+  if (values['identity-media-type'] !== undefined && values['identity-file'] === undefined) throw new UsageError('--identity-media-type needs --identity-file');
+  let identity = { mediaType: STATE_IDENTITY_MEDIA_TYPE, bytes: Buffer.from(`${JSON.stringify({ schemaVersion: 1, makaSessionId: sessionId })}\n`) };
+  if (values['identity-file'] !== undefined) {
+    const size = (await stat(values['identity-file'])).size;
+    if (size > DEFAULT_PEOPLE_LIMITS.maxStateIdentityBytes) throw new UsageError(`--identity-file is larger than ${formatBytes(DEFAULT_PEOPLE_LIMITS.maxStateIdentityBytes)}`);
+    identity = { mediaType: values['identity-media-type'] ?? STATE_IDENTITY_MEDIA_TYPE, bytes: await readFile(values['identity-file']) };
+  }
+  const stagingParent = await mkdtemp(join(tmpdir(), 'sandbox-sessions-snapshot-'));
+  const progress = progressReporter(io.stderr);
+  try {
+    const snapshot = await prepareWorkspaceSnapshot({ stateRoot: resolve(stateDir), workspaceRoot: resolve(workspaceDir), stagingParent });
+    try {
+      for (const e of snapshot.workspace.excludedEntries) io.stderr.write(`excluded: ${e.path} (${e.category})\n`);
+      const activation = values['last-activation-id'];
+      const artifact = await packSessionBundle({
+        stateRoot: snapshot.snapshot.stateRoot,
+        workspaceRoot: snapshot.snapshot.workspaceRoot,
+        stateIdentity: identity,
+        envelope: activation === undefined ? { sessionId } : { sessionId, lastCommittedActivationId: activation },
+        destination: output,
+        limits: DEFAULT_PEOPLE_LIMITS,
+        onProgress: progress.update,
+      });
+      progress.done();
+      io.stdout.write(
+        `packed ${artifact.path}\n  digest ${artifact.archiveDigest}\n  ${artifact.entryCount} entries, ${formatBytes(artifact.payloadBytes)} payload, ` +
+          `${formatBytes(artifact.compressedBytes)} compressed\n`,
+      );
+    } finally {
+      await snapshot.release();
+    }
+  } finally {
+    progress.done();
+    await rm(stagingParent, { recursive: true, force: true });
+  }
+}
+
+async function inspect(args: string[], io: CliIo): Promise<void> {
+  const { values, positionals: pos } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: { json: { type: 'boolean' }, 'expected-digest': { type: 'string' } },
+  });
+  const [file] = positionals(pos, 1, 'inspect') as [string];
+  const expected = values['expected-digest'];
+  if (expected !== undefined && !SHA256_DIGEST_PATTERN.test(expected)) throw new UsageError('--expected-digest must be sha256:<64 lowercase hex>');
+  const progress = progressReporter(io.stderr);
+  const result = await inspectSessionBundle({
+    source: expected === undefined ? { path: resolve(file) } : { path: resolve(file), expectedArchiveDigest: expected },
+    limits: DEFAULT_PEOPLE_LIMITS,
+    onProgress: progress.update,
+  });
+  progress.done();
+  if (values.json === true) {
+    io.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+    return;
+  }
+  const m = result.manifest;
+  io.stdout.write(
+    `ok ${file}\n  digest ${result.archiveDigest}\n  session ${m.envelope.sessionId}` +
+      (m.envelope.lastCommittedActivationId === undefined ? '' : ` (last activation ${m.envelope.lastCommittedActivationId})`) +
+      `\n  identity ${m.stateIdentity.mediaType}\n  tree ${m.payload.treeDigest}\n  ${result.entryCount} entries, ${formatBytes(result.payloadBytes)} payload, ` +
+      `${formatBytes(result.decompressedTarBytes)} tar, ${formatBytes(result.compressedBytes)} compressed\n`,
+  );
+}
+
+async function hydrate(args: string[], io: CliIo): Promise<void> {
+  const { values, positionals: pos } = parseArgs({ args, allowPositionals: true, options: { 'session-id': { type: 'string' } } });
+  const [file, destination] = positionals(pos, 2, 'hydrate') as [string, string];
+  const sessionId = requireOption(values['session-id'], 'session-id');
+  const progress = progressReporter(io.stderr);
+  const result = await hydrateSessionBundle({
+    source: { path: resolve(file) },
+    expectedSessionId: sessionId,
+    destinationRoot: resolve(destination),
+    limits: DEFAULT_PEOPLE_LIMITS,
+    onProgress: progress.update,
+  });
+  progress.done();
+  io.stdout.write(`hydrated ${result.destinationRoot}\n  state ${result.stateRoot}\n  workspace ${result.workspaceRoot}\n  digest ${result.archiveDigest}\n`);
+}
+
+async function cleanup(args: string[], io: CliIo): Promise<void> {
+  const { positionals: pos } = parseArgs({ args, allowPositionals: true, options: {} });
+  const [destination] = positionals(pos, 1, 'cleanup') as [string];
+  const r = await cleanupHydrationStaging({ destinationRoot: resolve(destination) });
+  io.stdout.write(`removed ${r.removedStagingDirectories} staging director${r.removedStagingDirectories === 1 ? 'y' : 'ies'} and ${r.removedOwnershipRecords} ownership record(s) for ${r.destinationRoot}\n`);
+}
+
+const COMMANDS: Record<string, (args: string[], io: CliIo) => Promise<void>> = { pack, inspect, hydrate, cleanup };
+
+export async function runBundleCommand(argv: string[], io: CliIo): Promise<number> {
+  const [command, ...rest] = argv;
+  if (command === '--help' || command === '-h' || command === 'help') {
+    io.stdout.write(BUNDLE_USAGE);
+    return 0;
+  }
+  const run = command === undefined ? undefined : COMMANDS[command];
+  if (run === undefined) {
+    io.stderr.write(`${command === undefined ? 'missing bundle command' : `unknown bundle command ${JSON.stringify(command)}`}\n${BUNDLE_USAGE}`);
+    return 2;
+  }
+  try {
+    await run(rest, io);
+    return 0;
+  } catch (err) {
+    if (err instanceof UsageError || (err instanceof TypeError && 'code' in err && String(err.code).startsWith('ERR_PARSE_ARGS'))) {
+      io.stderr.write(`usage error: ${err.message}\n${BUNDLE_USAGE}`);
+      return 2;
+    }
+    if (err instanceof SessionBundleError || err instanceof SessionSnapshotError) {
+      io.stderr.write(`error [${err.code}]: ${err.message}\n`);
+      return 1;
+    }
+    if (err instanceof TypeError || err instanceof RangeError) {
+      io.stderr.write(`usage error: ${err.message}\n`);
+      return 2;
+    }
+    const code = typeof err === 'object' && err !== null && 'code' in err ? ` [${String(err.code)}]` : '';
+    io.stderr.write(`error${code}: ${err instanceof Error ? err.message : String(err)}\n`);
+    return 1;
+  }
+}

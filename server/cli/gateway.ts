@@ -1,0 +1,131 @@
+// `sandbox-sessions gateway`: runs the local gateway daemon in the foreground (one per user:
+// a second start finds the first and exits 0), `--detach` starts it in the background and
+// returns once its state file is healthy, `--stop` stops it, `--status` reports it.
+import { startGateway } from '../gateway/daemon';
+import { acquireDaemonLock } from '../gateway/daemonLock';
+import { findGateway, startDetachedGateway, stopGateway, defaultGatewayCommand } from '../gateway/daemonClient';
+import { defaultStateDir, StateLayout } from '../local/stateRoot';
+import { bool, flag, parseArgs, UsageError, writeLine } from './args';
+import type { CommandIo } from './io';
+
+export type CliIo = CommandIo;
+
+const USAGE = `usage: sandbox-sessions gateway [--detach | --stop | --status] [--state-dir DIR] [--port N] [--json]
+  (no flag)   run the local gateway daemon in the foreground until SIGTERM/SIGINT
+  --detach    start it in the background; returns when it is healthy
+  --stop      stop the running daemon
+  --status    say whether it runs, and where`;
+
+export async function runGatewayCommand(argv: string[], io: CliIo, opts: { command?: string[] } = {}): Promise<number> {
+  let args;
+  try {
+    args = parseArgs(argv, { booleans: ['detach', 'stop', 'status', 'json', 'help'], values: ['state-dir', 'port'] });
+    if (args.positionals.length > 0) throw new UsageError(`unexpected argument ${args.positionals[0]}`);
+  } catch (err) {
+    writeLine(io.stderr, `error: ${(err as Error).message}\n${USAGE}`);
+    return 2;
+  }
+  if (bool(args, 'help')) {
+    writeLine(io.stdout, USAGE);
+    return 0;
+  }
+  const stateDir = flag(args, 'state-dir') ?? defaultStateDir();
+  const json = bool(args, 'json');
+  const portText = flag(args, 'port');
+  const port = portText === undefined ? undefined : Number(portText);
+  if (port !== undefined && (!Number.isInteger(port) || port < 0 || port > 65535)) {
+    writeLine(io.stderr, `error: --port must be 0..65535`);
+    return 2;
+  }
+  const say = (text: string, value: Record<string, unknown>): void => writeLine(io.stdout, json ? JSON.stringify(value) : text);
+
+  if (bool(args, 'stop')) {
+    const stopped = await stopGateway({ stateDir });
+    say(stopped ? 'gateway stopped' : 'gateway is not running', { stopped });
+    return 0;
+  }
+  if (bool(args, 'status')) {
+    const found = await findGateway(stateDir);
+    say(found ? `gateway running: ${found.url} (pid ${found.pid})` : 'gateway is not running', found ? { running: true, url: found.url, pid: found.pid } : { running: false });
+    return found ? 0 : 1;
+  }
+  const existing = await findGateway(stateDir);
+  if (existing) {
+    say(`gateway already running: ${existing.url} (pid ${existing.pid})`, { running: true, url: existing.url, pid: existing.pid, started: false });
+    return 0;
+  }
+  if (bool(args, 'detach')) {
+    try {
+      const started = await startDetachedGateway({
+        stateDir,
+        command: opts.command ?? defaultGatewayCommand(),
+        args: ['--state-dir', stateDir, ...(port !== undefined ? ['--port', String(port)] : [])],
+      });
+      say(`gateway running: ${started.url} (pid ${started.pid})`, { running: true, url: started.url, pid: started.pid, started: true });
+      return 0;
+    } catch (err) {
+      writeLine(io.stderr, `error: ${(err as Error).message}`);
+      return 1;
+    }
+  }
+  return runForeground(stateDir, port, io, say);
+}
+
+async function runForeground(
+  stateDir: string,
+  port: number | undefined,
+  io: CliIo,
+  say: (text: string, value: Record<string, unknown>) => void,
+): Promise<number> {
+  const layout = new StateLayout(stateDir);
+  const log = (line: string): void => writeLine(io.stderr, `${new Date().toISOString()} gateway: ${line}`);
+  const { mkdir } = await import('node:fs/promises');
+  await mkdir(stateDir, { recursive: true, mode: 0o700 });
+  const lock = await acquireDaemonLock(layout.gatewayLockFile);
+  if (!lock.acquired) {
+    // Another daemon holds the lock: it is running or starting. Wait (bounded) to name it.
+    const deadline = Date.now() + 15_000;
+    while (Date.now() < deadline) {
+      const found = await findGateway(stateDir);
+      if (found) {
+        say(`gateway already running: ${found.url} (pid ${found.pid})`, { running: true, url: found.url, pid: found.pid, started: false });
+        return 0;
+      }
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    writeLine(io.stderr, `error: gateway pid ${lock.owner.pid} holds ${layout.gatewayLockFile} but is not healthy; stop it or remove the lock`);
+    return 1;
+  }
+  let gateway;
+  try {
+    gateway = await startGateway({ stateDir, port, writeStateFile: true, log });
+  } catch (err) {
+    await lock.release();
+    writeLine(io.stderr, `error: cannot start the gateway: ${(err as Error).message}`);
+    return 1;
+  }
+  log(`listening on ${gateway.url} (pid ${process.pid}, state ${layout.gatewayStateFile})`);
+  say(`gateway running: ${gateway.url} (pid ${process.pid})`, { running: true, url: gateway.url, pid: process.pid, started: true });
+  await new Promise<void>((resolve) => {
+    const stop = (signal: string): void => {
+      process.off('SIGTERM', onTerm);
+      process.off('SIGINT', onInt);
+      log(`${signal}: stopping`);
+      resolve();
+    };
+    const onTerm = (): void => stop('SIGTERM');
+    const onInt = (): void => stop('SIGINT');
+    process.on('SIGTERM', onTerm);
+    process.on('SIGINT', onInt);
+  });
+  const hardStop = setTimeout(() => {
+    log('shutdown took longer than 10 s; exiting');
+    process.exit(1);
+  }, 10_000);
+  hardStop.unref();
+  await gateway.close();
+  await lock.release();
+  clearTimeout(hardStop);
+  log('stopped');
+  return 0;
+}

@@ -1,0 +1,232 @@
+// `sandbox-sessions sandbox <verb>`: local sandboxes from a shell — create, list, get, exec,
+// cancel, close (Drain, or --immediate), delete, artifacts, operations — with `--json` for
+// scripts. It finds (or starts) the local gateway daemon through the state file. `cancel`
+// still works when the daemon is gone: it kills from the command's exec record.
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { RunSchema, isTerminalPhase, type Run } from '../../protocol/kruntimes/run';
+import { ensureGateway, findGateway } from '../gateway/daemonClient';
+import { LocalGatewayClient, endpointPathOf, LocalApiError } from '../gateway/localClient';
+import { readJsonRecord } from '../local/atomicFile';
+import { ExecRecords, killRecordedGroup, ownerAlive } from '../local/execRecord';
+import { verifyArtifact } from '../local/artifactStore';
+import { defaultStateDir, StateLayout } from '../local/stateRoot';
+import { bool, flag, parseArgs, UsageError, writeLine, type ParsedArgs } from './args';
+import type { CommandIo as CliIo } from './io';
+
+const USAGE = `usage: sandbox-sessions sandbox <command> [options]
+  create [--name N] [--runtime process|bubblewrap] [--idle-timeout S] [--timeout DUR]
+         [--queue-size N] [--operation-timeout DUR] [--env K=V]... [--no-wait]
+  list [--all-namespaces]
+  get NAME
+  exec NAME [--shell CMD | -- ARGV...] [--workdir DIR] [--timeout-ms N] [--isolate-network] [--operation-id ID]
+  cancel NAME OPERATION_ID
+  close NAME [--immediate] [--no-wait]
+  delete NAME
+  artifacts NAME
+  operations NAME
+common: --namespace NS (default "default"), --state-dir DIR, --json`;
+
+const BOOLEANS = ['json', 'no-wait', 'all-namespaces', 'isolate-network', 'immediate', 'help'];
+const VALUES = ['name', 'runtime', 'idle-timeout', 'timeout', 'queue-size', 'operation-timeout', 'env', 'namespace', 'state-dir', 'shell', 'workdir', 'timeout-ms', 'operation-id'];
+
+export interface SandboxCommandOptions {
+  /** How to start the daemon when none runs (default: this program with `gateway`). */
+  gatewayCommand?: string[];
+}
+
+function runSummary(run: Run): Record<string, unknown> {
+  return {
+    namespace: run.metadata.namespace,
+    name: run.metadata.name,
+    uid: run.metadata.uid,
+    runtime: run.spec.runtime,
+    phase: run.status?.phase ?? 'Pending',
+    message: run.status?.message,
+    endpoint: run.status?.endpoint?.url,
+  };
+}
+
+export async function runSandboxCommand(argv: string[], io: CliIo, opts: SandboxCommandOptions = {}): Promise<number> {
+  const [verb, ...restArgv] = argv;
+  let args: ParsedArgs;
+  try {
+    if (!verb || verb === '--help' || verb === 'help') {
+      writeLine(verb ? io.stdout : io.stderr, USAGE);
+      return verb ? 0 : 2;
+    }
+    args = parseArgs(restArgv, { booleans: BOOLEANS, values: VALUES });
+  } catch (err) {
+    writeLine(io.stderr, `error: ${(err as Error).message}\n${USAGE}`);
+    return 2;
+  }
+  const json = bool(args, 'json');
+  const stateDir = flag(args, 'state-dir') ?? defaultStateDir();
+  const ns = flag(args, 'namespace') ?? 'default';
+  const out = (text: string, value: unknown): void => writeLine(io.stdout, json ? JSON.stringify(value) : text);
+  const need = (i: number, what: string): string => {
+    const v = args.positionals[i];
+    if (v === undefined) throw new UsageError(`${verb} needs ${what}`);
+    return v;
+  };
+  const connect = async (start: boolean): Promise<LocalGatewayClient> => {
+    const handle = start ? await ensureGateway({ stateDir, command: opts.gatewayCommand }) : await findGateway(stateDir);
+    if (!handle) throw new LocalApiError(503, 'the local gateway is not running; start it with `sandbox-sessions gateway --detach`');
+    return new LocalGatewayClient(handle.url, handle.token);
+  };
+
+  try {
+    switch (verb) {
+      case 'create': {
+        const client = await connect(true);
+        const session: Record<string, unknown> = {};
+        const idle = flag(args, 'idle-timeout');
+        if (idle !== undefined) session.idleTimeoutSeconds = Number(idle);
+        const queue = flag(args, 'queue-size');
+        if (queue !== undefined) session.queueSize = Number(queue);
+        const opTimeout = flag(args, 'operation-timeout');
+        if (opTimeout !== undefined) session.operationTimeout = opTimeout;
+        const env = (args.flags.get('env') ?? []).map((kv) => {
+          const i = kv.indexOf('=');
+          if (i <= 0) throw new UsageError(`--env needs NAME=VALUE, got ${kv}`);
+          return { name: kv.slice(0, i), value: kv.slice(i + 1) };
+        });
+        const name = flag(args, 'name');
+        const timeout = flag(args, 'timeout');
+        let run = await client.createRun(ns, {
+          apiVersion: 'kruntimes.io/v1alpha1',
+          kind: 'Run',
+          metadata: name ? { name } : { generateName: 'sandbox-' },
+          spec: {
+            runtime: flag(args, 'runtime') ?? 'process',
+            mode: { session },
+            ...(env.length > 0 ? { env } : {}),
+            ...(timeout ? { timeout } : {}),
+          },
+        });
+        if (!bool(args, 'no-wait')) run = await client.waitPhase(ns, run.metadata.name ?? '', ['Ready'], 120_000);
+        out(`${run.metadata.name}\t${run.status?.phase}\t${run.status?.message ?? ''}`, runSummary(run));
+        return run.status?.phase === 'Failed' ? 1 : 0;
+      }
+      case 'list': {
+        const client = await connect(false);
+        const runs = await client.listRuns(bool(args, 'all-namespaces') ? undefined : ns);
+        if (json) out('', runs.map(runSummary));
+        else for (const r of runs) writeLine(io.stdout, `${r.metadata.namespace}/${r.metadata.name}\t${r.spec.runtime}\t${r.status?.phase ?? 'Pending'}\t${r.status?.message ?? ''}`);
+        return 0;
+      }
+      case 'get': {
+        const run = await (await connect(false)).getRun(ns, need(0, 'a sandbox name'));
+        out(JSON.stringify(run, null, 2), run);
+        return 0;
+      }
+      case 'exec': {
+        const name = need(0, 'a sandbox name');
+        const client = await connect(false);
+        const run = await client.getRun(ns, name);
+        const shell = flag(args, 'shell');
+        if ((shell === undefined) === (args.rest.length === 0)) throw new UsageError('exec needs either --shell CMD or -- ARGV...');
+        const timeoutMs = flag(args, 'timeout-ms');
+        const result = await client.execute(
+          endpointPathOf(run),
+          {
+            command: {
+              ...(shell !== undefined ? { shell } : { argv: args.rest }),
+              ...(flag(args, 'workdir') ? { workingDirectory: flag(args, 'workdir') } : {}),
+              ...(timeoutMs ? { timeoutMillis: Number(timeoutMs) } : {}),
+              ...(bool(args, 'isolate-network') ? { isolateNetwork: true } : {}),
+            },
+          },
+          { operationId: flag(args, 'operation-id') },
+        );
+        const cmd = result.command ?? { exitCode: 0 };
+        if (json) {
+          out('', {
+            exitCode: cmd.exitCode,
+            stdout: Buffer.from(cmd.stdout ?? '', 'base64').toString('utf8'),
+            stderr: Buffer.from(cmd.stderr ?? '', 'base64').toString('utf8'),
+            timedOut: cmd.timedOut ?? false,
+            cancelled: cmd.cancelled === true,
+          });
+        } else {
+          io.stdout.write(Buffer.from(cmd.stdout ?? '', 'base64'));
+          io.stderr.write(Buffer.from(cmd.stderr ?? '', 'base64'));
+        }
+        if (cmd.exitCode >= 0) return Math.min(cmd.exitCode, 255);
+        return cmd.timedOut ? 124 : cmd.cancelled === true ? 130 : 1;
+      }
+      case 'cancel': {
+        const name = need(0, 'a sandbox name');
+        const operationId = need(1, 'an operation id');
+        const client = await connect(false).catch(() => undefined);
+        const result = client
+          ? await client.cancel(endpointPathOf(await client.getRun(ns, name)), operationId)
+          : await cancelFromRecord(stateDir, ns, name, operationId);
+        out(result, { result });
+        return 0;
+      }
+      case 'close': {
+        const name = need(0, 'a sandbox name');
+        const client = await connect(false);
+        let run = await client.terminate(ns, name, bool(args, 'immediate') ? 'Immediate' : 'Drain');
+        if (!bool(args, 'no-wait')) run = await client.waitPhase(ns, name, [], 10 * 60_000);
+        const refs = run.status?.artifactRefs ?? [];
+        out(`${name}\t${run.status?.phase}\t${run.status?.message ?? ''}${refs.length ? `\t${refs.length} artifact(s)` : ''}`, runSummary(run));
+        return !isTerminalPhase(run.status?.phase) || run.status?.phase === 'Succeeded' || run.status?.phase === 'Cancelled' ? 0 : 1;
+      }
+      case 'delete': {
+        const name = need(0, 'a sandbox name');
+        await (await connect(false)).deleteRun(ns, name);
+        out(`deleted ${ns}/${name}`, { deleted: true, namespace: ns, name });
+        return 0;
+      }
+      case 'artifacts': {
+        const run = await (await connect(false)).getRun(ns, need(0, 'a sandbox name'));
+        const store = (run.status?.artifactStore as { filesystem?: { path?: string } } | undefined)?.filesystem?.path ?? new StateLayout(stateDir).artifactStoreRoot;
+        const list = [];
+        for (const ref of run.status?.artifactRefs ?? []) {
+          const v = await verifyArtifact(store, ref);
+          list.push({ name: ref.name, type: ref.type, sizeBytes: ref.sizeBytes, digest: ref.digest, contentType: ref.contentType, path: v.file, verified: v.ok });
+        }
+        if (json) out('', list);
+        else if (list.length === 0) writeLine(io.stdout, `no artifacts (phase ${run.status?.phase ?? 'Pending'})`);
+        else for (const a of list) writeLine(io.stdout, `${a.name}\t${a.type}\t${a.sizeBytes}\t${a.digest}\t${a.verified ? 'ok' : 'DIGEST MISMATCH'}\t${a.path}`);
+        return list.every((a) => a.verified) ? 0 : 1;
+      }
+      case 'operations': {
+        const records = await (await connect(false)).operations(ns, need(0, 'a sandbox name'));
+        if (json) out('', records);
+        else for (const r of records) writeLine(io.stdout, `${r.operationId}\t${r.state}\t${r.outcome ?? ''}\t${r.exitCode ?? ''}\t${r.summary}${r.message ? `\t${r.message}` : ''}`);
+        return 0;
+      }
+      default:
+        throw new UsageError(`unknown sandbox command ${verb}`);
+    }
+  } catch (err) {
+    if (err instanceof UsageError) {
+      writeLine(io.stderr, `error: ${err.message}\n${USAGE}`);
+      return 2;
+    }
+    const message = err instanceof LocalApiError ? `${err.message} (HTTP ${err.status})` : (err as Error).message;
+    writeLine(io.stderr, json ? JSON.stringify({ error: message }) : `error: ${message}`);
+    return 1;
+  }
+}
+
+/** Cancel without a daemon: find the Run's record on disk and kill the recorded process group. */
+async function cancelFromRecord(stateDir: string, ns: string, name: string, operationId: string): Promise<'cancelled' | 'ended' | 'unknown'> {
+  const layout = new StateLayout(stateDir);
+  const uids = await fs.readdir(layout.runsDir).catch(() => [] as string[]);
+  for (const uid of uids) {
+    const run = await readJsonRecord(path.join(layout.runsDir, uid, 'run.json'), RunSchema).catch(() => undefined);
+    if (!run || run.metadata.namespace !== ns || run.metadata.name !== name) continue;
+    const rec = await new ExecRecords(layout.execDir(uid)).read(operationId);
+    if (!rec) return 'unknown';
+    if (rec.state !== 'running') return 'ended';
+    if (!killRecordedGroup(rec, 'SIGTERM')) return 'ended';
+    await new Promise((r) => setTimeout(r, 2000));
+    if (!ownerAlive(rec)) killRecordedGroup(rec, 'SIGKILL');
+    return 'cancelled';
+  }
+  return 'unknown';
+}

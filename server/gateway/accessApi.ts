@@ -1,0 +1,235 @@
+// The Runtime access API for local Runs, `/v1/namespaces/{ns}/runtimes/{rt}/sessions/{uid}`,
+// in the kruntimes era-C check order: route (404 `endpoint not found`) → concurrency (429,
+// counted by the daemon) → Run lookup (404/409) → bearer token (401) → method (405) → body and
+// query (400/413) → the operation. Extensions, advertised under `capabilities` in the status
+// body: ranged reads (`offset`, `length`), `POST P/operations/{id}:cancel`, `isolateNetwork`.
+import { randomBytes } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import {
+  GatewayLimits,
+  GatewayMessages,
+  NDJSON_CONTENT_TYPE,
+  checkIdempotencyKey,
+  type ExecuteResponse,
+} from '../../protocol/kruntimes/gateway';
+import type { LocalRuntime } from '../local/localRuntime';
+import type { LocalSession } from '../local/localSession';
+import { SessionError, invalidArgument } from '../local/sessionError';
+import { isValidOperationId } from '../local/execRecord';
+import type { BearerAuth } from './auth';
+import { BodyTooLargeError, goJsonBytes, readBody, sendError, sendJson } from './httpBodies';
+import { decodeOperation } from './operationDecode';
+
+export interface AccessLimits {
+  maxRequestBodyBytes: number;
+  maxResponseBodyBytes: number;
+}
+
+export type AccessRoute =
+  | { kind: 'status' | 'execute' | 'stream' | 'list'; ns: string; rt: string; uid: string }
+  | { kind: 'read'; ns: string; rt: string; uid: string; path: string }
+  | { kind: 'cancel'; ns: string; rt: string; uid: string; operationId: string };
+
+const METHODS: Record<AccessRoute['kind'], string> = {
+  status: 'GET',
+  execute: 'POST',
+  stream: 'POST',
+  list: 'GET',
+  read: 'GET',
+  cancel: 'POST',
+};
+
+/** Matches a `/v1/...sessions/{uid}...` path; undefined → 404 `endpoint not found`. */
+export function matchAccessRoute(pathname: string): AccessRoute | undefined {
+  const seg = pathname.split('/');
+  if (seg.length < 8 || seg[0] !== '' || seg[1] !== 'v1' || seg[2] !== 'namespaces' || seg[4] !== 'runtimes' || seg[6] !== 'sessions') {
+    return undefined;
+  }
+  let decoded: string[];
+  try {
+    decoded = seg.map((s) => decodeURIComponent(s));
+  } catch {
+    return undefined;
+  }
+  const [ns, rt, uid] = [decoded[3] as string, decoded[5] as string, decoded[7] as string];
+  if (ns === '' || rt === '' || uid === '') return undefined;
+  const rest = decoded.slice(8);
+  const base = { ns, rt, uid };
+  if (rest.length === 0) return { kind: 'status', ...base };
+  if (rest.length === 1 && rest[0] === 'operations:execute') return { kind: 'execute', ...base };
+  if (rest.length === 1 && rest[0] === 'operations:stream') return { kind: 'stream', ...base };
+  if (rest.length === 1 && rest[0] === 'files') return { kind: 'list', ...base };
+  if (rest.length >= 2 && rest[0] === 'files') return { kind: 'read', ...base, path: rest.slice(1).join('/') };
+  if (rest.length === 2 && rest[0] === 'operations' && rest[1]?.endsWith(':cancel')) {
+    const operationId = rest[1].slice(0, -':cancel'.length);
+    if (operationId !== '') return { kind: 'cancel', ...base, operationId };
+  }
+  return undefined;
+}
+
+function positiveInt(raw: string | null, message: string): number | undefined {
+  if (raw === null) return undefined;
+  if (!/^[-+]?\d+$/.test(raw) || Number(raw) <= 0 || !Number.isSafeInteger(Number(raw))) throw invalidArgument(message);
+  return Number(raw);
+}
+
+function nonNegativeInt(raw: string | null, message: string): number | undefined {
+  if (raw === null) return undefined;
+  if (!/^\+?\d+$/.test(raw) || !Number.isSafeInteger(Number(raw))) throw invalidArgument(message);
+  return Number(raw);
+}
+
+function newOperationId(): string {
+  return randomBytes(16).toString('hex');
+}
+
+function operationIdFrom(req: IncomingMessage): string {
+  const header = req.headers['idempotency-key'];
+  const key = Array.isArray(header) ? header[0] : header;
+  if (key === undefined || key === '') return newOperationId();
+  const problem = checkIdempotencyKey(key);
+  if (problem) throw invalidArgument(problem);
+  if (!isValidOperationId(key)) throw invalidArgument(GatewayMessages.idempotencyKeyCharacters);
+  return key;
+}
+
+/** An AbortSignal that fires when the caller goes away before the response is complete. */
+function clientGone(res: ServerResponse): AbortSignal {
+  const controller = new AbortController();
+  res.on('close', () => {
+    if (!res.writableFinished) controller.abort();
+  });
+  return controller.signal;
+}
+
+export class AccessApi {
+  constructor(
+    private readonly runtime: LocalRuntime,
+    private readonly auth: BearerAuth,
+    private readonly limits: AccessLimits,
+  ) {}
+
+  async handle(req: IncomingMessage, res: ServerResponse, route: AccessRoute, url: URL): Promise<void> {
+    try {
+      let session: LocalSession;
+      if (route.kind === 'cancel') {
+        // Cancel also reaches a Run that is draining (its accepted commands still run).
+        const found = this.runtime.sessionByUid(route.ns, route.rt, route.uid);
+        if (!found) this.runtime.lookupSession(route.ns, route.rt, route.uid); // throws the right 404/409
+        session = found as LocalSession;
+      } else {
+        session = this.runtime.lookupSession(route.ns, route.rt, route.uid).session;
+      }
+      const auth = this.auth.check(req.headers);
+      if (!auth.ok) return sendError(res, auth.status, auth.message);
+      if (req.method !== METHODS[route.kind]) return sendError(res, 405, GatewayMessages.methodNotAllowed);
+      switch (route.kind) {
+        case 'status':
+          return this.status(res, session);
+        case 'execute':
+          return await this.execute(req, res, session);
+        case 'stream':
+          return await this.stream(req, res, session, url);
+        case 'list':
+          return await this.list(res, session, url);
+        case 'read':
+          return await this.read(res, session, route.path, url);
+        case 'cancel':
+          return sendJson(res, 200, { result: await session.cancel(route.operationId) }, this.limits.maxResponseBodyBytes);
+      }
+    } catch (err) {
+      this.fail(res, err);
+    }
+  }
+
+  private fail(res: ServerResponse, err: unknown): void {
+    if (res.headersSent) {
+      res.destroy();
+      return;
+    }
+    if (err instanceof BodyTooLargeError) return sendError(res, 413, GatewayMessages.requestTooLarge, { Connection: 'close' });
+    if (err instanceof SessionError) return sendError(res, err.httpStatus, err.message);
+    sendError(res, 500, (err as Error).message ?? String(err));
+  }
+
+  private status(res: ServerResponse, session: LocalSession): void {
+    const backend = session.config.backend;
+    sendJson(
+      res,
+      200,
+      {
+        state: 'SESSION_STATE_READY',
+        lastActivityUnixNano: session.lastActivityNs,
+        capabilities: {
+          rangedReads: true,
+          cancel: true,
+          isolateNetwork: backend.capabilities.isolateNetwork,
+          backend: backend.name,
+          isolation: backend.capabilities.isolation,
+        },
+      },
+      this.limits.maxResponseBodyBytes,
+    );
+  }
+
+  private async execute(req: IncomingMessage, res: ServerResponse, session: LocalSession): Promise<void> {
+    const operationId = operationIdFrom(req);
+    const body = await readBody(req, this.limits.maxRequestBodyBytes);
+    const op = decodeOperation(body);
+    const result: ExecuteResponse = await session.execute(op, { operationId, clientSignal: clientGone(res) });
+    sendJson(res, 200, result, this.limits.maxResponseBodyBytes);
+  }
+
+  private async stream(req: IncomingMessage, res: ServerResponse, session: LocalSession, url: URL): Promise<void> {
+    const operationId = operationIdFrom(req);
+    nonNegativeInt(url.searchParams.get('after'), GatewayMessages.cursorInvalid);
+    const body = await readBody(req, this.limits.maxRequestBodyBytes);
+    const op = decodeOperation(body);
+    let sequence = 0;
+    const writeEvent = (type: string, payload: unknown): void => {
+      if (res.writableEnded || res.destroyed) return;
+      let line = goJsonBytes({ sequence: ++sequence, type, [type]: payload });
+      if (line.length > this.limits.maxResponseBodyBytes) {
+        line = goJsonBytes({ sequence, type: 'failed', failed: { code: 8, message: GatewayMessages.responseTooLarge } });
+      }
+      res.write(line);
+    };
+    try {
+      const result = await session.execute(op, {
+        operationId,
+        clientSignal: clientGone(res),
+        onAccepted: (id) => {
+          res.writeHead(200, { 'Content-Type': NDJSON_CONTENT_TYPE, 'Cache-Control': 'no-cache', 'X-Accel-Buffering': 'no' });
+          writeEvent('accepted', { operationID: id });
+        },
+        onOutput: (stream, data) => writeEvent('output', { stream, data: data.toString('base64') }),
+      });
+      writeEvent('completed', result);
+      res.end();
+    } catch (err) {
+      if (!res.headersSent) throw err;
+      const code = err instanceof SessionError ? err.grpcCode : 13;
+      writeEvent('failed', { code, message: (err as Error).message });
+      res.end();
+    }
+  }
+
+  private async list(res: ServerResponse, session: LocalSession, url: URL): Promise<void> {
+    const limit = positiveInt(url.searchParams.get('limit'), GatewayMessages.limitPositive) ?? GatewayLimits.listDefaultLimit;
+    const page = await session.list(url.searchParams.get('path') ?? '', limit, url.searchParams.get('pageToken') ?? '');
+    sendJson(res, 200, { entries: page.entries, nextPageToken: page.nextPageToken }, this.limits.maxResponseBodyBytes);
+  }
+
+  private async read(res: ServerResponse, session: LocalSession, path: string, url: URL): Promise<void> {
+    const maxBytes = positiveInt(url.searchParams.get('maxBytes'), GatewayMessages.maxBytesPositive);
+    const offset = nonNegativeInt(url.searchParams.get('offset'), 'offset must be a non-negative integer') ?? 0;
+    const length = positiveInt(url.searchParams.get('length'), 'length must be a positive integer');
+    const result = await session.read(path, length ?? maxBytes ?? GatewayLimits.maxFileBytes, offset);
+    sendJson(
+      res,
+      200,
+      { contents: result.contents.length === 0 ? null : result.contents.toString('base64'), truncated: result.truncated },
+      this.limits.maxResponseBodyBytes,
+    );
+  }
+}

@@ -1,0 +1,112 @@
+// A small typed client of the local gateway for the CLI and the demo: the local Runs API and
+// the few access-API calls a person runs from a shell. Every call is bounded; mutations are
+// never retried. (The extension's data plane uses protocol/kruntimes/gatewayClient.ts.)
+import { request } from 'undici';
+import { z } from 'zod';
+import { ExecuteResponseSchema, CancelResponseSchema, type ExecuteResponse, type SessionOperation } from '../../protocol/kruntimes/gateway';
+import { RunSchema, type Run, type RunPhase, isTerminalPhase } from '../../protocol/kruntimes/run';
+import { ExecRecordSchema, type ExecRecord } from '../local/execRecord';
+
+export class LocalApiError extends Error {
+  override readonly name = 'LocalApiError';
+  readonly code = 'local_gateway_error';
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+const RunListSchema = z.looseObject({ items: z.array(RunSchema) });
+const OperationsSchema = z.looseObject({ items: z.array(ExecRecordSchema) });
+
+export class LocalGatewayClient {
+  constructor(
+    readonly url: string,
+    private readonly token: string,
+    private readonly timeoutMs = 30_000,
+  ) {}
+
+  private async send(method: string, path: string, body?: unknown, opts: { contentType?: string; headers?: Record<string, string>; timeoutMs?: number } = {}): Promise<unknown> {
+    const timeout = opts.timeoutMs ?? this.timeoutMs;
+    const res = await request(this.url + path, {
+      method: method as 'GET',
+      headers: {
+        authorization: `Bearer ${this.token}`,
+        ...(body !== undefined ? { 'content-type': opts.contentType ?? 'application/json' } : {}),
+        ...(opts.headers ?? {}),
+      },
+      body: body === undefined ? undefined : JSON.stringify(body),
+      headersTimeout: timeout,
+      bodyTimeout: timeout,
+      signal: AbortSignal.timeout(timeout),
+    });
+    const text = await res.body.text();
+    let parsed: unknown;
+    try {
+      parsed = text === '' ? undefined : JSON.parse(text);
+    } catch {
+      parsed = undefined;
+    }
+    if (res.statusCode >= 300) {
+      const message =
+        (parsed as { message?: string; error?: string } | undefined)?.message ??
+        (parsed as { error?: string } | undefined)?.error ??
+        (text || `HTTP ${res.statusCode}`);
+      throw new LocalApiError(res.statusCode, message);
+    }
+    return parsed;
+  }
+
+  private runsPath(ns: string, name?: string): string {
+    return `/local/v1/namespaces/${encodeURIComponent(ns)}/runs${name ? `/${encodeURIComponent(name)}` : ''}`;
+  }
+
+  async createRun(ns: string, run: unknown): Promise<Run> {
+    return RunSchema.parse(await this.send('POST', this.runsPath(ns), run));
+  }
+  async getRun(ns: string, name: string): Promise<Run> {
+    return RunSchema.parse(await this.send('GET', this.runsPath(ns, name)));
+  }
+  async listRuns(ns?: string): Promise<Run[]> {
+    return RunListSchema.parse(await this.send('GET', ns === undefined ? '/local/v1/runs' : this.runsPath(ns))).items;
+  }
+  async terminate(ns: string, name: string, mode: 'Drain' | 'Immediate'): Promise<Run> {
+    return RunSchema.parse(await this.send('PATCH', this.runsPath(ns, name), { spec: { termination: { mode } } }, { contentType: 'application/merge-patch+json' }));
+  }
+  async deleteRun(ns: string, name: string): Promise<Run> {
+    return RunSchema.parse(await this.send('DELETE', this.runsPath(ns, name), undefined, { timeoutMs: 30_000 }));
+  }
+  async operations(ns: string, name: string): Promise<ExecRecord[]> {
+    return OperationsSchema.parse(await this.send('GET', `${this.runsPath(ns, name)}/operations`)).items;
+  }
+
+  /** Polls until the Run reaches one of `phases` or a terminal phase (bounded). */
+  async waitPhase(ns: string, name: string, phases: RunPhase[], timeoutMs = 60_000): Promise<Run> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const run = await this.getRun(ns, name);
+      const phase = run.status?.phase;
+      if (phase && (phases.includes(phase) || isTerminalPhase(phase))) return run;
+      if (Date.now() > deadline) throw new LocalApiError(504, `run ${ns}/${name} is still ${phase ?? 'Pending'} after ${timeoutMs} ms`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
+  async execute(endpointPath: string, op: SessionOperation, opts: { operationId?: string; timeoutMs?: number } = {}): Promise<ExecuteResponse> {
+    const headers: Record<string, string> = opts.operationId ? { 'idempotency-key': opts.operationId } : {};
+    return ExecuteResponseSchema.parse(await this.send('POST', `${endpointPath}/operations:execute`, op, { headers, timeoutMs: opts.timeoutMs ?? 6 * 60_000 }));
+  }
+
+  async cancel(endpointPath: string, operationId: string): Promise<'cancelled' | 'ended' | 'unknown'> {
+    return CancelResponseSchema.parse(await this.send('POST', `${endpointPath}/operations/${encodeURIComponent(operationId)}:cancel`)).result;
+  }
+}
+
+/** The endpoint path of a Ready local Run (the URL's path; host and port may change on restart). */
+export function endpointPathOf(run: Run): string {
+  const url = run.status?.endpoint?.url;
+  if (!url) throw new LocalApiError(409, `run ${run.metadata.name} has no endpoint (phase ${run.status?.phase ?? 'Pending'})`);
+  return new URL(url).pathname;
+}

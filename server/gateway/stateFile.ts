@@ -1,0 +1,66 @@
+// The daemon's discovery record, `<state>/gateway.json` (0600): where it listens, its bearer
+// token, and who it is (pid + process start time + boot id, so a reused pid is never taken
+// for a live daemon). Clients find the daemon only through this file and a /healthz probe.
+import fs from 'node:fs/promises';
+import { request } from 'undici';
+import { z } from 'zod';
+import { readJsonRecord, writeJsonAtomic } from '../local/atomicFile';
+import { bootId, isSameProcessAlive, processStartTime } from '../local/procInfo';
+
+export const GatewayStateSchema = z.strictObject({
+  version: z.literal(1),
+  pid: z.number().int().positive(),
+  /** Process start time in clock ticks since boot (/proc/<pid>/stat field 22). */
+  startTime: z.string(),
+  bootId: z.string(),
+  startedAt: z.string(),
+  host: z.string(),
+  port: z.number().int().min(1).max(65535),
+  url: z.string(),
+  token: z.string().min(16),
+});
+export type GatewayState = z.infer<typeof GatewayStateSchema>;
+
+export async function writeGatewayState(file: string, state: Omit<GatewayState, 'version' | 'pid' | 'startTime' | 'bootId' | 'startedAt'>): Promise<GatewayState> {
+  const full: GatewayState = {
+    version: 1,
+    pid: process.pid,
+    startTime: processStartTime(process.pid) ?? 'unknown',
+    bootId: bootId(),
+    startedAt: new Date().toISOString(),
+    ...state,
+  };
+  await writeJsonAtomic(file, full, 0o600);
+  await fs.chmod(file, 0o600);
+  return full;
+}
+
+export async function readGatewayState(file: string): Promise<GatewayState | undefined> {
+  try {
+    return await readJsonRecord(file, GatewayStateSchema);
+  } catch {
+    return undefined; // a damaged state file is treated as absent; the daemon rewrites it
+  }
+}
+
+export function stateProcessAlive(state: GatewayState): boolean {
+  return isSameProcessAlive(state.pid, state.startTime, state.bootId);
+}
+
+/** GET /healthz with a short bound; true on 200. */
+export async function probeHealth(url: string, timeoutMs = 2000): Promise<boolean> {
+  try {
+    const res = await request(`${url}/healthz`, { method: 'GET', headersTimeout: timeoutMs, bodyTimeout: timeoutMs, signal: AbortSignal.timeout(timeoutMs) });
+    await res.body.dump();
+    return res.statusCode === 200;
+  } catch {
+    return false;
+  }
+}
+
+/** The state of a live, healthy daemon, or undefined. */
+export async function findHealthyGateway(file: string): Promise<GatewayState | undefined> {
+  const state = await readGatewayState(file);
+  if (!state || !stateProcessAlive(state)) return undefined;
+  return (await probeHealth(state.url)) ? state : undefined;
+}

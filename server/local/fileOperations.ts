@@ -1,0 +1,141 @@
+// The file half of the session API on a local workspace: write, mkdir -p, delete, rename,
+// bounded (and, as a local extension, ranged) reads, and byte-wise ordered listing pages
+// with the Bash runtime's cursor. Messages and gRPC codes are the Bash Runtime Server's.
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { GatewayLimits, GatewayMessages, type FileEntry } from '../../protocol/kruntimes/gateway';
+import { decodePageToken, encodePageToken } from '../../protocol/kruntimes/pageToken';
+import { SessionError, goPathError, invalidArgument, failedPrecondition } from './sessionError';
+import { resolveFollow, resolveWorkspacePath } from './workspacePaths';
+
+export async function writeSessionFile(root: string, p: string, contents: Buffer, createParents: boolean): Promise<void> {
+  if (contents.length > GatewayLimits.maxFileBytes) throw new SessionError('ResourceExhausted', GatewayMessages.contentsTooLarge);
+  const target = await resolveFollow(root, p, {}).catch(async (err: unknown) => {
+    if (createParents && err instanceof SessionError && err.message.startsWith('resolve file parent')) {
+      return resolveWorkspacePath(root, p, { createParents: true });
+    }
+    throw err;
+  });
+  try {
+    await fs.writeFile(target.abs, contents, { mode: 0o644 });
+  } catch (err) {
+    throw new SessionError('Internal', `write session file: ${goPathError('open', target.abs, err)}`);
+  }
+}
+
+export async function createSessionDirectory(root: string, p: string): Promise<void> {
+  const target = await resolveWorkspacePath(root, p, { createParents: true });
+  try {
+    await fs.mkdir(target.abs, { recursive: true, mode: 0o755 });
+  } catch (err) {
+    throw new SessionError('Internal', `create session directory: ${goPathError('mkdir', target.abs, err)}`);
+  }
+}
+
+export async function deleteSessionFile(root: string, p: string, recursive: boolean): Promise<void> {
+  const target = await resolveWorkspacePath(root, p);
+  let st;
+  try {
+    st = await fs.lstat(target.abs);
+  } catch (err) {
+    throw new SessionError('NotFound', `delete session file: ${goPathError('lstat', target.abs, err)}`);
+  }
+  if (st.isDirectory() && !recursive) throw failedPrecondition(GatewayMessages.recursiveRequired);
+  await fs.rm(target.abs, { recursive: st.isDirectory(), force: false });
+}
+
+export async function renameSessionFile(root: string, from: string, to: string, overwrite: boolean): Promise<void> {
+  const source = await resolveWorkspacePath(root, from);
+  const dest = await resolveWorkspacePath(root, to);
+  try {
+    await fs.lstat(source.abs);
+  } catch (err) {
+    throw new SessionError('NotFound', `rename session file: ${goPathError('lstat', source.abs, err)}`);
+  }
+  const exists = await fs.lstat(dest.abs).then(
+    () => true,
+    () => false,
+  );
+  if (exists && !overwrite) throw new SessionError('AlreadyExists', GatewayMessages.destinationExists);
+  try {
+    await fs.rename(source.abs, dest.abs);
+  } catch (err) {
+    throw new SessionError('Internal', `rename session file: ${goPathError('rename', source.abs, err)}`);
+  }
+}
+
+export interface ReadResult {
+  contents: Buffer;
+  truncated: boolean;
+}
+
+/** Reads up to `maxBytes` (clamped to 1 MiB) from `offset`; `truncated` when more bytes follow. */
+export async function readSessionFile(root: string, p: string, maxBytes: number, offset = 0): Promise<ReadResult> {
+  const target = await resolveFollow(root, p);
+  const limit = Math.min(maxBytes, GatewayLimits.maxFileBytes);
+  let handle: fs.FileHandle;
+  try {
+    handle = await fs.open(target.abs, 'r');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') throw new SessionError('NotFound', `open session file: ${goPathError('open', target.abs, err)}`);
+    throw new SessionError('Internal', `open session file: ${goPathError('open', target.abs, err)}`);
+  }
+  try {
+    const st = await handle.stat();
+    if (st.isDirectory()) throw new SessionError('Internal', `read session file: read ${target.abs}: is a directory`);
+    const buf = Buffer.alloc(Math.max(0, Math.min(limit, st.size - offset)));
+    let filled = 0;
+    while (filled < buf.length) {
+      const { bytesRead } = await handle.read(buf, filled, buf.length - filled, offset + filled);
+      if (bytesRead === 0) break;
+      filled += bytesRead;
+    }
+    const probe = Buffer.alloc(1);
+    const { bytesRead: more } = await handle.read(probe, 0, 1, offset + filled);
+    return { contents: buf.subarray(0, filled), truncated: more > 0 };
+  } finally {
+    await handle.close();
+  }
+}
+
+export interface ListPage {
+  entries: FileEntry[];
+  nextPageToken: string;
+}
+
+function byteCompare(a: string, b: string): number {
+  return Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
+}
+
+/** One page of a directory's direct children, byte-wise ordered (é after z). */
+export async function listSessionFiles(root: string, dir: string, limit: number, pageToken: string): Promise<ListPage> {
+  if (limit < 1 || limit > GatewayLimits.listMaxLimit) throw invalidArgument(GatewayMessages.limitRange);
+  let after = '';
+  if (pageToken !== '') {
+    const check = decodePageToken(pageToken, dir);
+    if (!check.ok) throw invalidArgument(check.message);
+    after = check.after;
+  }
+  const target = await resolveFollow(root, dir, { allowRoot: true });
+  let names: string[];
+  try {
+    names = await fs.readdir(target.abs);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') throw new SessionError('NotFound', `list session file: ${goPathError('open', target.abs, err)}`);
+    throw new SessionError('Internal', `list session file: ${goPathError('readdirent', target.abs, err)}`);
+  }
+  names.sort(byteCompare);
+  const remaining = after === '' ? names : names.filter((n) => byteCompare(n, after) > 0);
+  const page = remaining.slice(0, limit);
+  const entries: FileEntry[] = [];
+  for (const name of page) {
+    const st = await fs.lstat(path.join(target.abs, name)).catch(() => undefined);
+    if (!st) continue; // removed while listing: a listing is not a snapshot
+    entries.push({ path: name, directory: st.isDirectory(), sizeBytes: st.size });
+  }
+  const last = page[page.length - 1];
+  const nextPageToken = remaining.length > page.length && last !== undefined ? encodePageToken(dir, last) : '';
+  return { entries, nextPageToken };
+}

@@ -1,0 +1,285 @@
+// One Ready local Run as the Runtime Server sees it: the FIFO mutation queue, commands and
+// file mutations through it, reads and listings beside it, the operation deadline, explicit
+// cancel by operation id, the activity clock the idle timeout reads, and drain/close.
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import {
+  GatewayMessages,
+  operationKind,
+  type ExecuteResponse,
+  type SessionCommand,
+  type SessionOperation,
+} from '../../protocol/kruntimes/gateway';
+import type { Backend } from './backend';
+import { runCommand, type OutputStream } from './execution';
+import { ExecRecords, killRecordedGroup, ownerAlive, selfIdentity, type ExecOutcome, type ExecRecord } from './execRecord';
+import {
+  createSessionDirectory,
+  deleteSessionFile,
+  listSessionFiles,
+  readSessionFile,
+  renameSessionFile,
+  writeSessionFile,
+  type ListPage,
+  type ReadResult,
+} from './fileOperations';
+import { OperationAbort, abortKindOf } from './operationAbort';
+import { OperationQueue } from './operationQueue';
+import { SessionError, invalidArgument } from './sessionError';
+import { resolveFollow } from './workspacePaths';
+
+export interface SessionConfig {
+  uid: string;
+  backend: Backend;
+  /** Where relative paths start (the workspace, or workspace/repo with a repoURL source). */
+  sessionRoot: string;
+  /** Directories commands may write: the workspace and the artifacts dir (bound into isolating backends). */
+  writable: string[];
+  tmpDir: string;
+  /** Directories isolating backends hide from commands. */
+  hide: string[];
+  env: Record<string, string>;
+  queueSize: number;
+  operationTimeoutMs: number;
+  records: ExecRecords;
+  /** Called on every admitted or completed mutation/command (the idle timeout's clock). */
+  onActivity?: () => void;
+}
+
+export interface ExecuteOptions {
+  operationId: string;
+  /** The caller's request; aborting it cancels the operation. */
+  clientSignal?: AbortSignal;
+  /** Called once the operation holds a place in the queue. */
+  onAccepted?: (operationId: string) => void;
+  /** Streaming: command output goes here and is not returned in the result. */
+  onOutput?: (stream: OutputStream, data: Buffer) => void;
+}
+
+export type CancelResult = 'cancelled' | 'ended' | 'unknown';
+
+let bashPath: string | undefined;
+async function shellProgram(): Promise<string> {
+  if (bashPath === undefined) {
+    bashPath = '/bin/sh';
+    for (const candidate of ['/bin/bash', '/usr/bin/bash', '/usr/local/bin/bash']) {
+      if (await fs.access(candidate).then(() => true, () => false)) {
+        bashPath = candidate;
+        break;
+      }
+    }
+  }
+  return bashPath;
+}
+
+function nowNs(): bigint {
+  return BigInt(Date.now()) * 1_000_000n;
+}
+
+export class LocalSession {
+  private readonly queue: OperationQueue;
+  private readonly active = new Map<string, AbortController>();
+  private accepting = true;
+  private closed = false;
+  lastActivityNs: bigint = nowNs();
+
+  constructor(readonly config: SessionConfig) {
+    this.queue = new OperationQueue(config.queueSize);
+  }
+
+  /** Operations admitted and not yet finished. */
+  get busy(): boolean {
+    return this.queue.size > 0;
+  }
+
+  private touch(): void {
+    this.lastActivityNs = nowNs();
+    this.config.onActivity?.();
+  }
+
+  /** Runs one operation (a command or a file mutation) through the queue. */
+  async execute(op: SessionOperation, opts: ExecuteOptions): Promise<ExecuteResponse> {
+    const kind = operationKind(op);
+    if (kind === undefined) throw invalidArgument(GatewayMessages.exactlyOneOperation);
+    if (this.closed) throw new SessionError('Canceled', GatewayMessages.sessionClosed);
+    if (!this.accepting) throw new SessionError('FailedPrecondition', GatewayMessages.finalizing);
+    if (op.command) this.precheckCommand(op.command);
+    if (this.active.has(opts.operationId)) {
+      throw new SessionError('AlreadyExists', `operation ID "${opts.operationId}" is already in use`);
+    }
+    const controller = new AbortController();
+    const onClientAbort = (): void => controller.abort(new OperationAbort('client'));
+    const deadline = setTimeout(() => controller.abort(new OperationAbort('deadline')), this.config.operationTimeoutMs);
+    const cleanup = (): void => {
+      clearTimeout(deadline);
+      opts.clientSignal?.removeEventListener('abort', onClientAbort);
+      this.active.delete(opts.operationId);
+    };
+    let running: Promise<ExecuteResponse>;
+    try {
+      running = this.queue.run(() => this.perform(op, opts, controller.signal), controller.signal);
+    } catch (err) {
+      cleanup();
+      throw err;
+    }
+    this.active.set(opts.operationId, controller);
+    if (opts.clientSignal?.aborted) onClientAbort();
+    else opts.clientSignal?.addEventListener('abort', onClientAbort, { once: true });
+    this.touch();
+    opts.onAccepted?.(opts.operationId);
+    try {
+      return await running;
+    } catch (err) {
+      const abortKind = abortKindOf(err);
+      if (abortKind === 'deadline') throw new SessionError('DeadlineExceeded', GatewayMessages.deadlineExceeded);
+      if (abortKind === 'session') throw new SessionError('Canceled', GatewayMessages.sessionClosed);
+      if (abortKind !== undefined) throw new SessionError('Canceled', 'context canceled');
+      throw err;
+    } finally {
+      cleanup();
+      this.touch();
+    }
+  }
+
+  private precheckCommand(cmd: SessionCommand): void {
+    const hasArgv = cmd.argv !== undefined && cmd.argv.length > 0;
+    const hasShell = cmd.shell !== undefined && cmd.shell !== '';
+    if (hasArgv === hasShell) throw invalidArgument(GatewayMessages.exactlyOneArgvOrShell);
+    if (cmd.isolateNetwork && !this.config.backend.capabilities.isolateNetwork) {
+      throw new SessionError(
+        'FailedPrecondition',
+        `backend "${this.config.backend.name}" cannot isolate the network (isolation: ${this.config.backend.capabilities.isolation}); use a Run on the "bubblewrap" backend`,
+      );
+    }
+  }
+
+  private async perform(op: SessionOperation, opts: ExecuteOptions, signal: AbortSignal): Promise<ExecuteResponse> {
+    if (signal.aborted) throw signal.reason;
+    const root = this.config.sessionRoot;
+    if (op.command) return this.runSessionCommand(op.command, opts, signal);
+    if (op.writeFile) {
+      const contents = Buffer.from(op.writeFile.contents ?? '', 'base64');
+      await writeSessionFile(root, op.writeFile.path, contents, op.writeFile.createParents ?? false);
+    } else if (op.createDirectory) {
+      await createSessionDirectory(root, op.createDirectory.path);
+    } else if (op.deleteFile) {
+      await deleteSessionFile(root, op.deleteFile.path, op.deleteFile.recursive ?? false);
+    } else if (op.renameFile) {
+      await renameSessionFile(root, op.renameFile.sourcePath, op.renameFile.destinationPath, op.renameFile.overwrite ?? false);
+    }
+    return {};
+  }
+
+  private async runSessionCommand(cmd: SessionCommand, opts: ExecuteOptions, signal: AbortSignal): Promise<ExecuteResponse> {
+    const cwdTarget = await resolveFollow(this.config.sessionRoot, cmd.workingDirectory ?? '', { allowRoot: true });
+    const st = await fs.stat(cwdTarget.abs).catch(() => undefined);
+    if (!st?.isDirectory()) {
+      throw invalidArgument(`working directory ${cmd.workingDirectory ?? ''} is not a directory in the workspace`);
+    }
+    const argv = cmd.argv && cmd.argv.length > 0 ? cmd.argv : [await shellProgram(), '-c', cmd.shell ?? ''];
+    const env = { ...this.config.env, ...(cmd.env ?? {}) };
+    const records = this.config.records;
+    let started: ExecRecord | undefined;
+    const outcome = await runCommand(this.config.backend, {
+      spec: {
+        argv,
+        cwd: cwdTarget.abs,
+        env,
+        writable: this.config.writable,
+        tmpDir: this.config.tmpDir,
+        hide: this.config.hide,
+        isolateNetwork: cmd.isolateNetwork ?? false,
+      },
+      stdin: cmd.stdin ? Buffer.from(cmd.stdin, 'base64') : undefined,
+      timeoutMs: cmd.timeoutMillis ?? 0,
+      signal,
+      onOutput: opts.onOutput,
+      onStarted: (pgid, startTime) => {
+        started = {
+          version: 1,
+          operationId: opts.operationId,
+          runUid: this.config.uid,
+          backend: this.config.backend.name,
+          summary: argv.join(' ').slice(0, 200),
+          owner: selfIdentity(),
+          kill: { pgid, leaderStartTime: startTime },
+          state: 'running',
+          startedAt: new Date().toISOString(),
+        };
+        // Synchronously, right after spawn(): the process has barely started, so a daemon
+        // killed from here on leaves a record that names what to kill.
+        try {
+          records.writeSync(started);
+        } catch {
+          // An unwritable state dir must not fail the command; it only loses crash recovery.
+        }
+      },
+    });
+    const abortKind = abortKindOf(outcome.abortReason);
+    const result: ExecOutcome =
+      abortKind !== undefined ? 'cancelled' : outcome.timedOut ? 'timed_out' : outcome.exitCode === 0 ? 'succeeded' : 'failed';
+    if (started) {
+      await records
+        .write({ ...started, state: 'ended', outcome: result, exitCode: outcome.exitCode, endedAt: new Date().toISOString() })
+        .catch(() => undefined);
+    }
+    if (abortKind !== undefined && abortKind !== 'cancel') throw outcome.abortReason;
+    const command: NonNullable<ExecuteResponse['command']> = { exitCode: outcome.exitCode };
+    if (!opts.onOutput) {
+      if (outcome.stdout.length > 0) command.stdout = outcome.stdout.toString('base64');
+      if (outcome.stderr.length > 0) command.stderr = outcome.stderr.toString('base64');
+    }
+    if (outcome.timedOut) command.timedOut = true;
+    if (abortKind === 'cancel') command.cancelled = true;
+    return { command };
+  }
+
+  read(p: string, maxBytes: number, offset = 0): Promise<ReadResult> {
+    return readSessionFile(this.config.sessionRoot, p, maxBytes, offset);
+  }
+
+  list(dir: string, limit: number, pageToken: string): Promise<ListPage> {
+    return listSessionFiles(this.config.sessionRoot, dir, limit, pageToken);
+  }
+
+  /** Cancels a queued or running operation by id, also one a previous daemon left behind. */
+  async cancel(operationId: string): Promise<CancelResult> {
+    const controller = this.active.get(operationId);
+    if (controller) {
+      controller.abort(new OperationAbort('cancel'));
+      return 'cancelled';
+    }
+    const rec = await this.config.records.read(operationId).catch(() => undefined);
+    if (!rec) return 'unknown';
+    if (rec.state === 'running' && !ownerAlive(rec)) {
+      const killed = killRecordedGroup(rec, 'SIGKILL');
+      await this.config.records.write({
+        ...rec,
+        state: 'lost',
+        outcome: killed ? 'cancelled' : 'lost',
+        message: 'the gateway daemon that ran this command exited',
+        endedAt: new Date().toISOString(),
+      });
+      return killed ? 'cancelled' : 'ended';
+    }
+    return 'ended';
+  }
+
+  /** Drain: refuse new operations (409 `session is finalizing`), let admitted ones finish. */
+  async drain(): Promise<void> {
+    this.accepting = false;
+    await this.queue.whenIdle();
+  }
+
+  /** Immediate: refuse everything and cancel what is queued or running; bounded by the kill grace. */
+  async close(): Promise<void> {
+    this.accepting = false;
+    this.closed = true;
+    for (const controller of this.active.values()) controller.abort(new OperationAbort('session'));
+    await this.queue.whenIdle();
+  }
+
+  static tmpDirFor(runDir: string): string {
+    return path.join(runDir, 'tmp');
+  }
+}

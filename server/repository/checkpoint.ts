@@ -1,0 +1,99 @@
+// Session checkpoints (spec §9.1): the JCS-encoded SessionCheckpointManifestV1 that points at the
+// immutable bundle object, its publication order (bundle → verify → manifest → verify, all before
+// any head moves), its admission check, and materializing a checkpoint's bundle for hydration.
+import {
+  SESSION_BUNDLE_MEDIA_TYPE,
+  SESSION_CHECKPOINT_MANIFEST_MEDIA_TYPE,
+  type SessionCheckpointManifestV1,
+  SessionCheckpointManifestV1Schema,
+  type StoredSessionCheckpoint,
+  StoredSessionCheckpointSchema,
+} from '../../protocol/repository';
+import { sha256Hex } from './digestMeter';
+import { SessionRepositoryError } from './errors';
+import { encodeJcs } from './jcs';
+import type { ImmutableObjectStore } from './objectStore';
+
+/** What the codec's pack returns about an archive (the fields the repository needs). */
+export interface SessionBundleArtifactRef {
+  path: string;
+  archiveDigest: string;
+  compressedBytes: number;
+}
+
+export function encodeSessionCheckpointManifestV1(value: SessionCheckpointManifestV1): Buffer {
+  return Buffer.from(encodeJcs(SessionCheckpointManifestV1Schema.parse(value)), 'utf8');
+}
+
+/**
+ * Admits a checkpoint: well-formed, the manifest ref has the manifest media type, the bundle ref
+ * has the bundle media type, and the manifest ref's digest and size are those of the re-encoded
+ * value. `integrity_mismatch` otherwise.
+ */
+export function admitStoredCheckpoint(checkpoint: unknown): StoredSessionCheckpoint {
+  const parsed = StoredSessionCheckpointSchema.safeParse(checkpoint);
+  if (!parsed.success) throw new SessionRepositoryError('integrity_mismatch', `checkpoint is malformed: ${parsed.error.message}`);
+  const { manifest, value } = parsed.data;
+  if (manifest.mediaType !== SESSION_CHECKPOINT_MANIFEST_MEDIA_TYPE) {
+    throw new SessionRepositoryError('integrity_mismatch', `checkpoint manifest has media type ${manifest.mediaType}, expected ${SESSION_CHECKPOINT_MANIFEST_MEDIA_TYPE}`);
+  }
+  if (value.compatibilityBundle.mediaType !== SESSION_BUNDLE_MEDIA_TYPE) {
+    throw new SessionRepositoryError('integrity_mismatch', `checkpoint bundle has media type ${value.compatibilityBundle.mediaType}, expected ${SESSION_BUNDLE_MEDIA_TYPE}`);
+  }
+  const encoded = encodeSessionCheckpointManifestV1(value);
+  const digest = `sha256:${sha256Hex(encoded)}`;
+  if (manifest.digest !== digest || manifest.bytes !== encoded.length) {
+    throw new SessionRepositoryError('integrity_mismatch', 'checkpoint manifest ref does not match its value (digest or size differs from the re-encoded manifest)');
+  }
+  return parsed.data;
+}
+
+/** Admits the checkpoint and re-verifies both objects in the store (every checkout, commit, create, fork). */
+export async function verifyStoredCheckpoint(objectStore: ImmutableObjectStore, checkpoint: StoredSessionCheckpoint): Promise<void> {
+  admitStoredCheckpoint(checkpoint);
+  await objectStore.assertReadable(checkpoint.manifest);
+  await objectStore.assertReadable(checkpoint.value.compatibilityBundle);
+}
+
+/** Publishes bundle then manifest, verifying each, before the caller may create or commit. */
+export async function publishSessionCheckpointV1(input: {
+  objectStore: ImmutableObjectStore;
+  compatibilityBundle: SessionBundleArtifactRef;
+}): Promise<StoredSessionCheckpoint> {
+  const { objectStore, compatibilityBundle } = input;
+  const bundle = await objectStore.publish({
+    digest: compatibilityBundle.archiveDigest,
+    bytes: compatibilityBundle.compressedBytes,
+    mediaType: SESSION_BUNDLE_MEDIA_TYPE,
+    source: { kind: 'file', path: compatibilityBundle.path },
+  });
+  await objectStore.assertReadable(bundle);
+  const value: SessionCheckpointManifestV1 = { schemaVersion: 1, compatibilityBundle: bundle };
+  const encoded = encodeSessionCheckpointManifestV1(value);
+  const manifest = await objectStore.publish({
+    digest: `sha256:${sha256Hex(encoded)}`,
+    bytes: encoded.length,
+    mediaType: SESSION_CHECKPOINT_MANIFEST_MEDIA_TYPE,
+    source: { kind: 'bytes', value: encoded },
+  });
+  await objectStore.assertReadable(manifest);
+  return { manifest, value };
+}
+
+/**
+ * Writes the checkpoint's bundle to `destination` (which must not exist) and returns the digest
+ * the codec must expect. The manifest is re-verified first; the bundle is verified while it is
+ * copied, and the destination appears only if it verified.
+ */
+export async function materializeSessionCheckpointV1(input: {
+  objectStore: ImmutableObjectStore;
+  checkpoint: StoredSessionCheckpoint;
+  destination: string;
+  maxBytes: number;
+}): Promise<{ path: string; expectedArchiveDigest: string; bytes: number }> {
+  const checkpoint = admitStoredCheckpoint(input.checkpoint);
+  await input.objectStore.assertReadable(checkpoint.manifest);
+  const bundle = checkpoint.value.compatibilityBundle;
+  const out = await input.objectStore.materialize({ ref: bundle, destination: input.destination, maxBytes: input.maxBytes });
+  return { path: out.path, expectedArchiveDigest: bundle.digest, bytes: out.bytes };
+}

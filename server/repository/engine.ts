@@ -1,0 +1,442 @@
+// The SessionRepository semantics (spec §9.2, §11), written once over a RepositoryStorage so the
+// file and postgres adapters cannot drift: error precedence (existence and CAS before object
+// checks), objects verified before the head moves and re-checked inside the write transaction,
+// commitId idempotency, fork claim/create/complete, retention and garbage collection.
+import {
+  type CommittedSessionRevision,
+  type CompletedForkOperation,
+  type DeletedSession,
+  type ForkOperation,
+  formatRevision,
+  revisionNumber,
+  type RevisionSummary,
+  type SessionRevisionRef,
+  SessionRevisionRefSchema,
+  type SessionSummary,
+  type StoredSessionCheckpoint,
+} from '../../protocol/repository';
+import { admitStoredCheckpoint, verifyStoredCheckpoint } from './checkpoint';
+import type { ClaimForkInput, CommitInput, CreateSessionInput, GarbageCollection, SessionRepository } from './contract';
+import { SessionRepositoryError, toRepositoryError } from './errors';
+import { optionalIdentifier, requireIdentifier, requireRevision } from './identifiers';
+import { encodeJcs } from './jcs';
+import type { ImmutableObjectStore } from './objectStore';
+import type { CommitInputRecord, ForkRecord, RevisionRecord, SessionRecord } from './records';
+import { checkpointObjectIds, oldestRetainedAfter, type RetentionPolicy } from './retention';
+import type { RepositoryReader, RepositoryStorage } from './storage';
+
+export class RepositoryEngine implements SessionRepository {
+  readonly forkIdempotencyRetention = 'indefinite' as const;
+  readonly kind: 'file' | 'postgres';
+  readonly keepRevisions: number;
+  readonly objects: ImmutableObjectStore;
+
+  constructor(
+    private readonly storage: RepositoryStorage,
+    private readonly policy: RetentionPolicy,
+    private readonly clock: () => Date = () => new Date(),
+  ) {
+    this.kind = storage.kind;
+    this.keepRevisions = policy.keepRevisions;
+    this.objects = storage.objects;
+  }
+
+  checkoutCurrent(sessionId: string): Promise<CommittedSessionRevision> {
+    return this.guard('checkout', async () => {
+      requireIdentifier('sessionId', sessionId);
+      // Head record first, then its objects: a concurrent commit cannot substitute bytes, because
+      // the refs read here are content-addressed and re-verified below.
+      const found = await this.storage.read(async (r) => {
+        const session = await requireSession(r, sessionId);
+        const revision = await r.getRevision(sessionId, session.head);
+        if (!revision) throw contradiction(`session ${sessionId} has no record of its head r${session.head}`);
+        return committedOf(session, revision);
+      });
+      await verifyStoredCheckpoint(this.objects, found.checkpoint);
+      return found;
+    });
+  }
+
+  checkoutExact(ref: SessionRevisionRef): Promise<CommittedSessionRevision> {
+    return this.guard('checkout', async () => {
+      const sessionId = requireIdentifier('sessionId', ref?.sessionId);
+      const n = requireRevision('revision', ref.revision);
+      const found = await this.storage.read(async (r) => {
+        const session = await requireSession(r, sessionId);
+        const revision = n >= session.oldestRetained && n <= session.head ? await r.getRevision(sessionId, n) : undefined;
+        if (!revision) throw notRetained('revision_not_available', session, n, this.keepRevisions);
+        return committedOf(session, revision);
+      });
+      await verifyStoredCheckpoint(this.objects, found.checkpoint);
+      return found;
+    });
+  }
+
+  createSession(input: CreateSessionInput): Promise<CommittedSessionRevision> {
+    return this.guard('create', async () => {
+      const sessionId = requireIdentifier('sessionId', input.sessionId);
+      const agentId = requireIdentifier('agentId', input.agentId);
+      const lastCommittedActivationId = optionalIdentifier('lastCommittedActivationId', input.lastCommittedActivationId);
+      const createdByForkId = optionalIdentifier('createdByForkId', input.createdByForkId);
+      const forkedFrom = input.forkedFrom === undefined ? undefined : requireRef('forkedFrom', input.forkedFrom);
+      if ((forkedFrom === undefined) !== (createdByForkId === undefined)) {
+        throw new TypeError('forkedFrom and createdByForkId must be given together (a fork-created Session) or not at all');
+      }
+      if (createdByForkId !== undefined && lastCommittedActivationId !== undefined) {
+        throw new TypeError('a fork-created Session must not carry lastCommittedActivationId');
+      }
+      const checkpoint = admitStoredCheckpoint(input.checkpoint);
+      const committed: CommittedSessionRevision = {
+        ref: { sessionId, revision: 'r1' },
+        agentId,
+        checkpoint,
+        ...(lastCommittedActivationId !== undefined ? { lastCommittedActivationId } : {}),
+        ...(forkedFrom !== undefined ? { forkedFrom } : {}),
+      };
+
+      const precheck = async (r: RepositoryReader): Promise<CommittedSessionRevision | undefined> => {
+        const existing = await r.getSession(sessionId);
+        if (existing) {
+          if (createdByForkId !== undefined && existing.createdByForkId === createdByForkId && sameJson(existing.created, committed)) {
+            return existing.created;
+          }
+          throw new SessionRepositoryError('session_already_exists', `session ${sessionId} already exists (head r${existing.head}); commit to it with its expected revision, or choose another session id`);
+        }
+        const tombstone = await r.getTombstone(sessionId);
+        if (tombstone) {
+          throw new SessionRepositoryError('session_already_exists', `session ${sessionId} was deleted at ${tombstone.deletedAt}; session ids are never reused — choose another id`);
+        }
+        if (createdByForkId !== undefined && forkedFrom !== undefined) {
+          const fork = await r.getFork(createdByForkId);
+          if (!fork || fork.targetSessionId !== sessionId || !sameJson(fork.source, forkedFrom)) {
+            throw new SessionRepositoryError('idempotency_conflict', `no fork claim ${createdByForkId} from ${refText(forkedFrom)} to session ${sessionId}; claim the fork first (claimFork) with this source and target`);
+          }
+          if (fork.sourceAgentId !== agentId) {
+            throw new SessionRepositoryError('fork_agent_mismatch', `fork ${createdByForkId} belongs to agent ${fork.sourceAgentId}, not ${agentId}`);
+          }
+        }
+        return undefined;
+      };
+
+      const early = await this.storage.read(precheck);
+      if (early) return early;
+      await verifyStoredCheckpoint(this.objects, checkpoint);
+      return this.storage.write(async (w) => {
+        const again = await precheck(w);
+        if (again) return again;
+        await w.requireObjectsPresent([checkpoint.manifest, checkpoint.value.compatibilityBundle]);
+        const now = this.clock().toISOString();
+        await w.insertSession({
+          sessionId,
+          agentId,
+          head: 1,
+          nextRevisionNumber: 2,
+          oldestRetained: 1,
+          created: committed,
+          ...(forkedFrom !== undefined ? { forkedFrom } : {}),
+          ...(createdByForkId !== undefined ? { createdByForkId } : {}),
+          createdAt: now,
+          updatedAt: now,
+        });
+        await w.insertRevision({
+          sessionId,
+          revision: 1,
+          checkpoint,
+          ...(lastCommittedActivationId !== undefined ? { lastCommittedActivationId } : {}),
+          committedAt: now,
+        });
+        return committed;
+      });
+    });
+  }
+
+  commit(input: CommitInput): Promise<CommittedSessionRevision> {
+    return this.guard('commit', async () => {
+      const sessionId = requireIdentifier('sessionId', input.sessionId);
+      const expected = requireRevision('expectedRevision', input.expectedRevision);
+      const lastCommittedActivationId = optionalIdentifier('lastCommittedActivationId', input.lastCommittedActivationId);
+      const commitId = optionalIdentifier('commitId', input.commitId);
+      const checkpoint = admitStoredCheckpoint(input.checkpoint);
+      const inputRecord: CommitInputRecord = {
+        expectedRevision: formatRevision(expected),
+        checkpoint,
+        ...(lastCommittedActivationId !== undefined ? { lastCommittedActivationId } : {}),
+      };
+
+      type Checked = { done: CommittedSessionRevision } | { session: SessionRecord };
+      const precheck = async (r: RepositoryReader): Promise<Checked> => {
+        // Session first (postgres locks its row here), then the receipt, so a concurrent retry
+        // of the same commitId waits for the first and then sees its receipt.
+        const session = await r.getSession(sessionId);
+        if (commitId !== undefined) {
+          const receipt = await r.getReceipt(sessionId, commitId);
+          if (receipt) {
+            if (sameJson(receipt.input, inputRecord)) return { done: receipt.result };
+            throw new SessionRepositoryError('idempotency_conflict', `commitId ${commitId} was already used for session ${sessionId} with different input (it produced ${receipt.result.ref.revision}); use a new commitId for a new commit`);
+          }
+        }
+        if (!session) throw await sessionNotFound(r, sessionId);
+        if (session.head !== expected) {
+          throw new SessionRepositoryError('revision_conflict', `session ${sessionId} is at r${session.head}, not r${expected}: another writer committed first; check out r${session.head}, reapply your change and commit with expected revision r${session.head}`);
+        }
+        return { session };
+      };
+
+      const early = await this.storage.read(precheck);
+      if ('done' in early) return early.done;
+      await verifyStoredCheckpoint(this.objects, checkpoint);
+      const { committed, dropped } = await this.storage.write(async (w) => {
+        const again = await precheck(w);
+        if ('done' in again) return { committed: again.done, dropped: [] as RevisionRecord[] };
+        const session = again.session;
+        await w.requireObjectsPresent([checkpoint.manifest, checkpoint.value.compatibilityBundle]);
+        const n = session.head + 1;
+        const now = this.clock().toISOString();
+        const result: CommittedSessionRevision = {
+          ref: { sessionId, revision: formatRevision(n) },
+          agentId: session.agentId,
+          checkpoint,
+          ...(lastCommittedActivationId !== undefined ? { lastCommittedActivationId } : {}),
+          ...(session.forkedFrom !== undefined ? { forkedFrom: session.forkedFrom } : {}),
+        };
+        await w.insertRevision({
+          sessionId,
+          revision: n,
+          checkpoint,
+          ...(lastCommittedActivationId !== undefined ? { lastCommittedActivationId } : {}),
+          ...(commitId !== undefined ? { commitId } : {}),
+          committedAt: now,
+        });
+        const oldest = Math.max(session.oldestRetained, oldestRetainedAfter(n, this.keepRevisions));
+        const droppedRevisions = oldest > session.oldestRetained ? await w.dropRevisionsBelow(sessionId, oldest) : [];
+        await w.updateSession({ ...session, head: n, nextRevisionNumber: n + 1, oldestRetained: oldest, updatedAt: now });
+        if (commitId !== undefined) await w.insertReceipt({ sessionId, commitId, input: inputRecord, result });
+        return { committed: result, dropped: droppedRevisions };
+      });
+      await this.collectAfter(dropped);
+      return committed;
+    });
+  }
+
+  claimFork(input: ClaimForkInput): Promise<ForkOperation> {
+    return this.guard('fork claim', async () => {
+      const forkId = requireIdentifier('forkId', input.forkId);
+      const source = requireRef('source', input.source);
+      const targetSessionId = requireIdentifier('targetSessionId', input.targetSessionId);
+      const n = requireRevision('source.revision', source.revision);
+
+      type Checked = { done: ForkRecord } | { sourceAgentId: string; checkpoint: StoredSessionCheckpoint };
+      const precheck = async (r: RepositoryReader): Promise<Checked> => {
+        const existing = await r.getFork(forkId);
+        if (existing) {
+          if (sameJson(existing.source, source) && existing.targetSessionId === targetSessionId) return { done: existing };
+          throw new SessionRepositoryError('idempotency_conflict', `fork ${forkId} was already claimed from ${refText(existing.source)} to ${existing.targetSessionId}; use a new forkId for a different fork`);
+        }
+        if (targetSessionId === source.sessionId) {
+          throw new SessionRepositoryError('invalid_fork_target', `a fork's target must be a new session, not its source ${source.sessionId}`);
+        }
+        const session = await r.getSession(source.sessionId);
+        if (!session) {
+          throw new SessionRepositoryError('source_revision_not_available', `fork source session ${source.sessionId} does not exist`);
+        }
+        const revision = n >= session.oldestRetained && n <= session.head ? await r.getRevision(source.sessionId, n) : undefined;
+        if (!revision) throw notRetained('source_revision_not_available', session, n, this.keepRevisions);
+        return { sourceAgentId: session.agentId, checkpoint: revision.checkpoint };
+      };
+
+      const early = await this.storage.read(precheck);
+      if ('done' in early) return early.done;
+      await verifyStoredCheckpoint(this.objects, early.checkpoint);
+      return this.storage.write(async (w) => {
+        const again = await precheck(w);
+        if ('done' in again) return again.done;
+        if (!sameJson(again.checkpoint, early.checkpoint)) {
+          throw new SessionRepositoryError('source_revision_not_available', `fork source ${refText(source)} changed while it was verified; retry the fork`);
+        }
+        await w.requireObjectsPresent([again.checkpoint.manifest, again.checkpoint.value.compatibilityBundle]);
+        const record: ForkRecord = {
+          state: 'pending',
+          forkId,
+          source,
+          sourceAgentId: again.sourceAgentId,
+          sourceCheckpoint: again.checkpoint,
+          targetSessionId,
+        };
+        await w.insertFork(record);
+        return record;
+      });
+    });
+  }
+
+  completeFork(input: { forkId: string }): Promise<CompletedForkOperation> {
+    return this.guard('fork completion', async () => {
+      const forkId = requireIdentifier('forkId', input?.forkId);
+      type Checked = { done: CompletedForkOperation } | { fork: ForkRecord; target: SessionRecord; checkpoint: StoredSessionCheckpoint };
+      const precheck = async (r: RepositoryReader): Promise<Checked> => {
+        const fork = await r.getFork(forkId);
+        if (!fork) throw new SessionRepositoryError('idempotency_conflict', `no fork claim with id ${forkId}; claim it first (claimFork)`);
+        if (fork.state === 'completed') return { done: fork };
+        const target = await r.getSession(fork.targetSessionId);
+        if (!target) {
+          throw new SessionRepositoryError('session_not_found', `fork ${forkId}'s target session ${fork.targetSessionId} has not been created yet; create it (createSession with createdByForkId) before completing the fork`);
+        }
+        if (target.agentId !== fork.sourceAgentId) {
+          throw new SessionRepositoryError('fork_agent_mismatch', `fork ${forkId}'s target belongs to agent ${target.agentId}, not ${fork.sourceAgentId}`);
+        }
+        if (target.createdByForkId !== forkId || !sameJson(target.forkedFrom, fork.source)) {
+          throw new SessionRepositoryError('idempotency_conflict', `session ${target.sessionId} was not created by fork ${forkId} from ${refText(fork.source)}`);
+        }
+        let checkpoint = target.created.checkpoint;
+        if (target.oldestRetained > 1) {
+          const head = await r.getRevision(target.sessionId, target.head);
+          if (!head) throw contradiction(`session ${target.sessionId} has no record of its head`);
+          checkpoint = head.checkpoint;
+        }
+        return { fork, target, checkpoint };
+      };
+
+      const early = await this.storage.read(precheck);
+      if ('done' in early) return early.done;
+      await verifyStoredCheckpoint(this.objects, early.checkpoint);
+      return this.storage.write(async (w) => {
+        const again = await precheck(w);
+        if ('done' in again) return again.done;
+        const completed: CompletedForkOperation = {
+          ...again.fork,
+          state: 'completed',
+          target: { sessionId: again.target.sessionId, revision: 'r1' },
+        };
+        await w.updateFork(completed);
+        return completed;
+      });
+    });
+  }
+
+  listSessions(): Promise<SessionSummary[]> {
+    return this.guard('listing sessions', async () => {
+      const sessions = await this.storage.read((r) => r.listSessions());
+      return sessions
+        .map((s) => ({
+          sessionId: s.sessionId,
+          agentId: s.agentId,
+          head: { sessionId: s.sessionId, revision: formatRevision(s.head) },
+          oldestRetained: formatRevision(s.oldestRetained),
+          ...(s.forkedFrom !== undefined ? { forkedFrom: s.forkedFrom } : {}),
+          ...(s.createdByForkId !== undefined ? { createdByForkId: s.createdByForkId } : {}),
+          createdAt: s.createdAt,
+          updatedAt: s.updatedAt,
+        }))
+        .sort((a, b) => (a.sessionId < b.sessionId ? -1 : a.sessionId > b.sessionId ? 1 : 0));
+    });
+  }
+
+  listRevisions(sessionId: string): Promise<RevisionSummary[]> {
+    return this.guard('listing revisions', async () => {
+      requireIdentifier('sessionId', sessionId);
+      return this.storage.read(async (r) => {
+        const session = await requireSession(r, sessionId);
+        const revisions = await r.listRevisions(sessionId);
+        return revisions
+          .map((rev) => ({
+            ref: { sessionId, revision: formatRevision(rev.revision) },
+            checkpoint: rev.checkpoint,
+            ...(rev.lastCommittedActivationId !== undefined ? { lastCommittedActivationId: rev.lastCommittedActivationId } : {}),
+            ...(rev.commitId !== undefined ? { commitId: rev.commitId } : {}),
+            committedAt: rev.committedAt,
+            isHead: rev.revision === session.head,
+          }))
+          .reverse();
+      });
+    });
+  }
+
+  deleteSession(sessionId: string): Promise<DeletedSession> {
+    return this.guard('deleting a session', async () => {
+      requireIdentifier('sessionId', sessionId);
+      const dropped = await this.storage.write(async (w) => {
+        const session = await requireSession(w, sessionId);
+        return w.deleteSession(sessionId, { sessionId, deletedAt: this.clock().toISOString(), lastRevision: session.head });
+      });
+      await this.collectAfter(dropped);
+      return { sessionId, deletedRevisions: dropped.length };
+    });
+  }
+
+  collectGarbage(): Promise<GarbageCollection> {
+    return this.guard('garbage collection', async () => ({
+      deletedObjects: await this.storage.collectGarbage('all', this.policy.gcGraceMs),
+    }));
+  }
+
+  close(): Promise<void> {
+    return this.storage.close();
+  }
+
+  /** GC of objects released by dropped revisions; the commit already succeeded, so failures here are not reported. */
+  private async collectAfter(dropped: RevisionRecord[]): Promise<void> {
+    if (dropped.length === 0) return;
+    const ids = new Set<string>();
+    for (const rev of dropped) for (const id of checkpointObjectIds(this.objects, rev.checkpoint)) ids.add(id);
+    await this.storage.collectGarbage([...ids], this.policy.gcGraceMs).catch(() => undefined);
+  }
+
+  private async guard<T>(doing: string, fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (err) {
+      throw toRepositoryError(err, `session repository ${doing}`);
+    }
+  }
+}
+
+function committedOf(session: SessionRecord, revision: RevisionRecord): CommittedSessionRevision {
+  return {
+    ref: { sessionId: session.sessionId, revision: formatRevision(revision.revision) },
+    agentId: session.agentId,
+    checkpoint: revision.checkpoint,
+    ...(revision.lastCommittedActivationId !== undefined ? { lastCommittedActivationId: revision.lastCommittedActivationId } : {}),
+    ...(session.forkedFrom !== undefined ? { forkedFrom: session.forkedFrom } : {}),
+  };
+}
+
+async function requireSession(r: RepositoryReader, sessionId: string): Promise<SessionRecord> {
+  const session = await r.getSession(sessionId);
+  if (!session) throw await sessionNotFound(r, sessionId);
+  return session;
+}
+
+async function sessionNotFound(r: RepositoryReader, sessionId: string): Promise<SessionRepositoryError> {
+  const tombstone = await r.getTombstone(sessionId);
+  return new SessionRepositoryError(
+    'session_not_found',
+    tombstone ? `session ${sessionId} was deleted at ${tombstone.deletedAt}` : `session ${sessionId} does not exist (list sessions with \`sandbox-sessions session list\`)`,
+  );
+}
+
+function notRetained(code: 'revision_not_available' | 'source_revision_not_available', session: SessionRecord, n: number, keep: number): SessionRepositoryError {
+  const why =
+    n > session.head
+      ? `the head is r${session.head}`
+      : `only r${session.oldestRetained}…r${session.head} are retained (the last ${keep} revisions)`;
+  return new SessionRepositoryError(code, `revision r${n} of session ${session.sessionId} is not available: ${why}`);
+}
+
+function contradiction(message: string): SessionRepositoryError {
+  return new SessionRepositoryError('integrity_mismatch', `repository state is inconsistent: ${message}`);
+}
+
+function requireRef(name: string, value: unknown): SessionRevisionRef {
+  const parsed = SessionRevisionRefSchema.safeParse(value);
+  if (!parsed.success || revisionNumber(parsed.data.revision) === undefined) {
+    throw new TypeError(`${name} must be {sessionId, revision} with a revision such as r1`);
+  }
+  return parsed.data;
+}
+
+function refText(ref: SessionRevisionRef): string {
+  return `${ref.sessionId}@${ref.revision}`;
+}
+
+function sameJson(a: unknown, b: unknown): boolean {
+  return encodeJcs(a ?? null) === encodeJcs(b ?? null);
+}

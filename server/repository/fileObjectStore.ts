@@ -1,0 +1,230 @@
+// The file adapter's object store: `objects/<id[0:2]>/<id>` (0600) under the repository root.
+// Publish streams into a private temp file while hashing, fsyncs it, then hard-links it into place
+// (link never replaces, so an existing object is never overwritten by other bytes) and fsyncs the
+// directories; reads re-verify size and digest every time.
+import { randomUUID } from 'node:crypto';
+import { createReadStream, createWriteStream } from 'node:fs';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { ImmutableObjectRef } from '../../protocol/repository';
+import { DigestMeter, discard } from './digestMeter';
+import { errnoCode, fsyncDir, removeIfPresent } from './durableFs';
+import { materializeFromStream, STREAM_CHUNK } from './materialize';
+import { SessionRepositoryError, toRepositoryError } from './errors';
+import {
+  canonicalObjectId,
+  checkMaxBytes,
+  checkPublishInput,
+  type ImmutableObjectStore,
+  type MaterializedObject,
+  type MaterializeObjectInput,
+  objectIdFor,
+  type PublishObjectInput,
+} from './objectStore';
+
+export const FILE_OBJECT_REF_SCHEME = 'maka-local-object://v1/';
+
+export interface StoredObjectInfo {
+  id: string;
+  bytes: number;
+  mtimeMs: number;
+}
+
+export class FileObjectStore implements ImmutableObjectStore {
+  readonly objectsDir: string;
+
+  constructor(readonly root: string) {
+    this.objectsDir = path.join(root, 'objects');
+  }
+
+  pathOf(id: string): string {
+    return path.join(this.objectsDir, id.slice(0, 2), id);
+  }
+
+  objectIdOf(ref: ImmutableObjectRef): string {
+    return canonicalObjectId(ref, FILE_OBJECT_REF_SCHEME);
+  }
+
+  async publish(input: PublishObjectInput): Promise<ImmutableObjectRef> {
+    checkPublishInput(input);
+    const id = objectIdFor(input.digest, input.mediaType);
+    const ref: ImmutableObjectRef = {
+      objectRef: `${FILE_OBJECT_REF_SCHEME}${id}`,
+      digest: input.digest,
+      bytes: input.bytes,
+      mediaType: input.mediaType,
+    };
+    const dest = this.pathOf(id);
+    const tmp = `${dest}.${randomUUID()}.tmp`;
+    try {
+      await this.ensureShardDir(path.dirname(dest));
+      const meter = new DigestMeter(input.bytes, `object source for ${input.digest}`);
+      const source =
+        input.source.kind === 'file'
+          ? createReadStream(input.source.path, { highWaterMark: STREAM_CHUNK })
+          : Readable.from([Buffer.from(input.source.value)]);
+      await pipeline(source, meter, createWriteStream(tmp, { flags: 'wx', mode: 0o600, highWaterMark: STREAM_CHUNK }));
+      meter.verify(input.digest);
+      const handle = await fs.open(tmp, 'r');
+      try {
+        await handle.sync();
+      } finally {
+        await handle.close();
+      }
+      try {
+        await fs.link(tmp, dest);
+        await fsyncDir(path.dirname(dest));
+      } catch (err) {
+        if (errnoCode(err) !== 'EEXIST') throw err;
+        // Same id ⇒ same (digest, media type). Keep the existing object if it still verifies
+        // (refreshing its mtime so a concurrent GC grace window sees it as in use); repair it from
+        // our verified copy if it does not.
+        if (await this.verifies(ref)) {
+          const now = new Date();
+          await fs.utimes(dest, now, now);
+        } else {
+          await fs.rename(tmp, dest);
+          await fsyncDir(path.dirname(dest));
+        }
+      }
+    } catch (err) {
+      throw toRepositoryError(err, `publishing object ${input.digest}`);
+    } finally {
+      await removeIfPresent(tmp).catch(() => undefined);
+    }
+    // No extra read-back here: the linked inode is the temp file whose bytes were verified and
+    // fsynced above, and an existing object was verified (or repaired) before we kept it.
+    return ref;
+  }
+
+  async assertReadable(ref: ImmutableObjectRef): Promise<void> {
+    const id = this.objectIdOf(ref);
+    const file = this.pathOf(id);
+    try {
+      const handle = await this.openObject(file, ref);
+      const meter = new DigestMeter(ref.bytes, `object ${ref.objectRef}`);
+      if (ref.bytes <= STREAM_CHUNK) {
+        // Small objects (checkpoint manifests, small bundles): one read, no stream machinery.
+        try {
+          const buffer = Buffer.alloc(ref.bytes + 1);
+          let filled = 0;
+          for (;;) {
+            const { bytesRead } = await handle.read(buffer, filled, buffer.length - filled, null);
+            if (bytesRead === 0) break;
+            filled += bytesRead;
+            if (filled === buffer.length) break;
+          }
+          meter.end(buffer.subarray(0, filled));
+          meter.resume();
+          await new Promise((resolve, reject) => meter.once('end', resolve).once('error', reject));
+        } finally {
+          await handle.close();
+        }
+      } else {
+        await pipeline(handle.createReadStream({ highWaterMark: STREAM_CHUNK }), meter, discard());
+      }
+      meter.verify(ref.digest);
+    } catch (err) {
+      throw toRepositoryError(err, `reading object ${ref.objectRef}`);
+    }
+  }
+
+  async materialize(input: MaterializeObjectInput): Promise<MaterializedObject> {
+    checkMaxBytes(input.maxBytes);
+    const { ref } = input;
+    const id = this.objectIdOf(ref);
+    if (ref.bytes > input.maxBytes) {
+      throw new SessionRepositoryError('quota_exceeded', `object ${ref.objectRef} has ${ref.bytes} bytes, more than the limit of ${input.maxBytes}`);
+    }
+    return materializeFromStream(input, async () => {
+      const handle = await this.openObject(this.pathOf(id), ref);
+      return handle.createReadStream({ highWaterMark: STREAM_CHUNK });
+    });
+  }
+
+  /** Size and mtime of a stored object; undefined when absent. */
+  async stat(id: string): Promise<StoredObjectInfo | undefined> {
+    try {
+      const st = await fs.stat(this.pathOf(id));
+      return { id, bytes: st.size, mtimeMs: st.mtimeMs };
+    } catch (err) {
+      if (errnoCode(err) === 'ENOENT') return undefined;
+      throw err;
+    }
+  }
+
+  /** Every object id on disk, and temp files left by crashed publishers. */
+  async list(): Promise<{ objects: StoredObjectInfo[]; temps: { path: string; mtimeMs: number }[] }> {
+    const objects: StoredObjectInfo[] = [];
+    const temps: { path: string; mtimeMs: number }[] = [];
+    let shards: string[];
+    try {
+      shards = await fs.readdir(this.objectsDir);
+    } catch (err) {
+      if (errnoCode(err) === 'ENOENT') return { objects, temps };
+      throw err;
+    }
+    for (const shard of shards) {
+      if (!/^[0-9a-f]{2}$/.test(shard)) continue;
+      const dir = path.join(this.objectsDir, shard);
+      for (const name of await fs.readdir(dir)) {
+        const st = await fs.stat(path.join(dir, name)).catch(() => undefined);
+        if (!st) continue;
+        if (/^[0-9a-f]{64}$/.test(name)) objects.push({ id: name, bytes: st.size, mtimeMs: st.mtimeMs });
+        else if (name.endsWith('.tmp')) temps.push({ path: path.join(dir, name), mtimeMs: st.mtimeMs });
+      }
+    }
+    return { objects, temps };
+  }
+
+  async remove(id: string): Promise<void> {
+    const file = this.pathOf(id);
+    await removeIfPresent(file);
+    await fsyncDir(path.dirname(file));
+  }
+
+  private async verifies(ref: ImmutableObjectRef): Promise<boolean> {
+    try {
+      await this.assertReadable(ref);
+      return true;
+    } catch (err) {
+      if (err instanceof SessionRepositoryError && err.code === 'integrity_mismatch') return false;
+      throw err;
+    }
+  }
+
+  private async openObject(file: string, ref: ImmutableObjectRef): Promise<fs.FileHandle> {
+    let handle: fs.FileHandle;
+    try {
+      handle = await fs.open(file, 'r');
+    } catch (err) {
+      if (errnoCode(err) === 'ENOENT') {
+        throw new SessionRepositoryError('object_not_found', `object ${ref.objectRef} is not in the repository (it was never published or has been garbage-collected)`);
+      }
+      throw err;
+    }
+    const st = await handle.stat();
+    if (st.size !== ref.bytes) {
+      await handle.close();
+      throw new SessionRepositoryError('integrity_mismatch', `object ${ref.objectRef} has ${st.size} bytes on disk, expected ${ref.bytes}`);
+    }
+    return handle;
+  }
+
+  private async ensureShardDir(dir: string): Promise<void> {
+    try {
+      await fs.mkdir(dir, { mode: 0o700 });
+    } catch (err) {
+      if (errnoCode(err) === 'EEXIST') return;
+      if (errnoCode(err) !== 'ENOENT') throw err;
+      await fs.mkdir(this.objectsDir, { recursive: true, mode: 0o700 });
+      await fsyncDir(this.root);
+      await fs.mkdir(dir, { mode: 0o700 }).catch((e: unknown) => {
+        if (errnoCode(e) !== 'EEXIST') throw e;
+      });
+    }
+    await fsyncDir(path.dirname(dir));
+  }
+}

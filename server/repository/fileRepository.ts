@@ -1,0 +1,181 @@
+// The embedded default repository on the local file system (spec §9.3, adapted): one state
+// document replaced atomically under a process-lifetime lock (reads are lock-free), and a
+// content-addressed object directory. Survives SIGKILL at any instant: a writer that dies before
+// its rename leaves the old state (and a lock the next writer reclaims); after it, the new one.
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import type { ImmutableObjectRef } from '../../protocol/repository';
+import type { SessionRepository } from './contract';
+import { errnoCode, fsyncDir, removeIfPresent } from './durableFs';
+import { RepositoryEngine } from './engine';
+import { SessionRepositoryError } from './errors';
+import { acquireFileLock, removeDeadLockLeftovers } from './fileLock';
+import { FileObjectStore } from './fileObjectStore';
+import { emptyFileState, type FileState, FileStateView, parseFileState } from './fileState';
+import { referencedObjectIds, retentionPolicy } from './retention';
+import type { RepositoryReader, RepositoryStorage, RepositoryWriter } from './storage';
+
+export const STATE_FILE = 'repository-v1.json';
+export const DEFAULT_LOCK_TIMEOUT_MS = 30_000;
+/** Object temp files younger than this may belong to a publisher still writing them. */
+const MIN_TEMP_AGE_MS = 60 * 60 * 1000;
+
+export interface FileRepositoryOptions {
+  storageRoot: string;
+  keepRevisions?: number;
+  gcGraceMs?: number;
+  lockTimeoutMs?: number;
+}
+
+/** `$XDG_DATA_HOME/sandbox-sessions/repository` (XDG default: ~/.local/share). */
+export function defaultFileRepositoryRoot(env: NodeJS.ProcessEnv = process.env): string {
+  const dataHome = env.XDG_DATA_HOME && path.isAbsolute(env.XDG_DATA_HOME) ? env.XDG_DATA_HOME : path.join(os.homedir(), '.local', 'share');
+  return path.join(dataHome, 'sandbox-sessions', 'repository');
+}
+
+export async function openFileSessionRepository(options: FileRepositoryOptions): Promise<SessionRepository> {
+  const policy = retentionPolicy(options);
+  const root = path.resolve(options.storageRoot);
+  try {
+    await fs.mkdir(root, { recursive: true, mode: 0o700 });
+  } catch (err) {
+    throw new SessionRepositoryError('io_failure', `cannot create the repository directory ${root}: ${(err as Error).message}`, { cause: err });
+  }
+  const storage = new FileStorage(root, options.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS);
+  // Fail closed at open, too: a corrupt state document is reported before any operation.
+  await storage.load();
+  return new RepositoryEngine(storage, policy);
+}
+
+class FileStorage implements RepositoryStorage {
+  readonly kind = 'file' as const;
+  readonly objects: FileObjectStore;
+  private readonly stateFile: string;
+  private readonly lockFile: string;
+  private cache: { key: string; state: FileState } | undefined;
+
+  constructor(
+    private readonly root: string,
+    private readonly lockTimeoutMs: number,
+  ) {
+    this.objects = new FileObjectStore(root);
+    this.stateFile = path.join(root, STATE_FILE);
+    this.lockFile = `${this.stateFile}.lock`;
+  }
+
+  /**
+   * Reads and checks the state document. Every write replaces the file (new inode), so an unchanged
+   * (dev, ino, size, mtime, ctime) means unchanged content and the parsed, checked state is reused.
+   */
+  async load(): Promise<FileState> {
+    let handle: fs.FileHandle;
+    try {
+      handle = await fs.open(this.stateFile, 'r');
+    } catch (err) {
+      if (errnoCode(err) === 'ENOENT') return emptyFileState();
+      throw err;
+    }
+    try {
+      const st = await handle.stat({ bigint: true });
+      const key = `${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
+      if (this.cache?.key === key) return this.cache.state;
+      const state = parseFileState(await handle.readFile('utf8'), this.stateFile);
+      this.cache = { key, state };
+      return state;
+    } finally {
+      await handle.close();
+    }
+  }
+
+  private view(state: FileState): FileStateView {
+    return new FileStateView(state, (refs) => this.objectsPresent(refs));
+  }
+
+  async read<T>(fn: (reader: RepositoryReader) => Promise<T>): Promise<T> {
+    return fn(this.view(await this.load()));
+  }
+
+  async write<T>(fn: (writer: RepositoryWriter) => Promise<T>): Promise<T> {
+    const lock = await acquireFileLock(this.lockFile, this.lockTimeoutMs);
+    try {
+      const view = this.view(await this.load());
+      const result = await fn(view);
+      if (view.dirty) await this.save(view.toState());
+      return result;
+    } finally {
+      await lock.release();
+    }
+  }
+
+  async collectGarbage(candidates: string[] | 'all', graceMs: number): Promise<number> {
+    const lock = await acquireFileLock(this.lockFile, this.lockTimeoutMs);
+    try {
+      const view = this.view(await this.load());
+      const referenced = referencedObjectIds(this.objects, view.allRevisions(), view.allForks());
+      const now = Date.now();
+      let ids: string[];
+      if (candidates === 'all') {
+        await removeDeadLockLeftovers(this.lockFile);
+        const listed = await this.objects.list();
+        // A publisher writes its temp file without the lock: only remove ones too old to be live.
+        const tempGraceMs = Math.max(graceMs, MIN_TEMP_AGE_MS);
+        for (const t of listed.temps) if (now - t.mtimeMs >= tempGraceMs) await removeIfPresent(t.path);
+        ids = listed.objects.map((o) => o.id);
+      } else {
+        ids = candidates;
+      }
+      let deleted = 0;
+      for (const id of ids) {
+        if (referenced.has(id)) continue;
+        const info = await this.objects.stat(id);
+        if (!info || now - info.mtimeMs < graceMs) continue;
+        await this.objects.remove(id);
+        deleted++;
+      }
+      return deleted;
+    } finally {
+      await lock.release();
+    }
+  }
+
+  async close(): Promise<void> {}
+
+  /** Under the lock: objects verified before the lock was taken must still be there (GC runs under the same lock). */
+  private async objectsPresent(refs: ImmutableObjectRef[]): Promise<void> {
+    for (const ref of refs) {
+      const info = await this.objects.stat(this.objects.objectIdOf(ref));
+      if (!info) throw new SessionRepositoryError('object_not_found', `object ${ref.objectRef} disappeared before the commit (garbage-collected); publish the checkpoint again and retry`);
+      if (info.bytes !== ref.bytes) throw new SessionRepositoryError('integrity_mismatch', `object ${ref.objectRef} has ${info.bytes} bytes on disk, expected ${ref.bytes}`);
+    }
+  }
+
+  /** Atomic replace: temp file (O_EXCL, 0600), fsync, rename over the state, fsync the directory. */
+  private async save(state: FileState): Promise<void> {
+    await this.removeDeadTemps();
+    const tmp = `${this.stateFile}.${randomUUID()}.tmp`;
+    const handle = await fs.open(tmp, 'wx', 0o600);
+    try {
+      await handle.writeFile(JSON.stringify(state) + '\n');
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    try {
+      await fs.rename(tmp, this.stateFile);
+    } catch (err) {
+      await removeIfPresent(tmp);
+      throw err;
+    }
+    await fsyncDir(this.root);
+  }
+
+  /** State temp files can only be left by a writer that died holding the lock we now hold. */
+  private async removeDeadTemps(): Promise<void> {
+    const prefix = `${STATE_FILE}.`;
+    for (const name of await fs.readdir(this.root)) {
+      if (name.startsWith(prefix) && name.endsWith('.tmp')) await removeIfPresent(path.join(this.root, name));
+    }
+  }
+}

@@ -1,0 +1,291 @@
+// The file adapter's state document (`repository-v1.json`): its schema, versioned migrations, the
+// consistency rules that make a corrupt or contradictory document fail closed (integrity_mismatch),
+// and an in-memory view of it that the engine reads and writes inside one locked transaction.
+import { z } from 'zod';
+import { formatRevision, type ImmutableObjectRef } from '../../protocol/repository';
+import { SessionRepositoryError } from './errors';
+import { encodeJcs } from './jcs';
+import {
+  type CommitReceipt,
+  CommitReceiptSchema,
+  type ForkRecord,
+  ForkRecordSchema,
+  type RevisionRecord,
+  RevisionRecordSchema,
+  type SessionRecord,
+  SessionRecordSchema,
+  type Tombstone,
+  TombstoneSchema,
+} from './records';
+import type { RepositoryWriter } from './storage';
+
+export const FILE_STATE_SCHEMA_VERSION = 1;
+
+export const FileStateSchema = z.strictObject({
+  schemaVersion: z.literal(FILE_STATE_SCHEMA_VERSION),
+  sessions: z.array(SessionRecordSchema),
+  revisions: z.array(RevisionRecordSchema),
+  commits: z.array(CommitReceiptSchema),
+  forks: z.array(ForkRecordSchema),
+  tombstones: z.array(TombstoneSchema),
+});
+export type FileState = z.infer<typeof FileStateSchema>;
+
+/**
+ * Upgrades older documents: entry i turns schemaVersion i+1 into i+2. Version 1 is the first, so
+ * there is nothing to upgrade yet; a new version appends its step here and bumps the constant.
+ */
+const MIGRATIONS: ReadonlyArray<(doc: Record<string, unknown>) => Record<string, unknown>> = [];
+
+export function emptyFileState(): FileState {
+  return { schemaVersion: 1, sessions: [], revisions: [], commits: [], forks: [], tombstones: [] };
+}
+
+function corrupt(file: string, why: string): SessionRepositoryError {
+  return new SessionRepositoryError(
+    'integrity_mismatch',
+    `repository state ${file} is corrupt or contradictory (${why}); refusing to use it — restore it from a backup or move it aside`,
+  );
+}
+
+/** Parses, migrates and consistency-checks a state document's text. */
+export function parseFileState(text: string, file: string): FileState {
+  let doc: unknown;
+  try {
+    doc = JSON.parse(text);
+  } catch {
+    throw corrupt(file, 'not JSON');
+  }
+  if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) throw corrupt(file, 'not a JSON object');
+  let record = doc as Record<string, unknown>;
+  const version = record.schemaVersion;
+  if (typeof version !== 'number' || !Number.isSafeInteger(version) || version < 1) throw corrupt(file, 'no valid schemaVersion');
+  if (version > FILE_STATE_SCHEMA_VERSION) {
+    throw new SessionRepositoryError(
+      'io_failure',
+      `repository state ${file} has schema version ${version}, newer than this sandbox-sessions supports (${FILE_STATE_SCHEMA_VERSION}); upgrade sandbox-sessions`,
+    );
+  }
+  for (let v = version; v < FILE_STATE_SCHEMA_VERSION; v++) {
+    const step = MIGRATIONS[v - 1];
+    if (!step) throw corrupt(file, `no migration from schema version ${v}`);
+    record = step(record);
+  }
+  const parsed = FileStateSchema.safeParse(record);
+  if (!parsed.success) throw corrupt(file, parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).slice(0, 3).join('; '));
+  checkConsistency(parsed.data, file);
+  return parsed.data;
+}
+
+function same(a: unknown, b: unknown): boolean {
+  return encodeJcs(a ?? null) === encodeJcs(b ?? null);
+}
+
+/** The cross-record rules; any violation is integrity_mismatch (fail closed). */
+export function checkConsistency(state: FileState, file: string): void {
+  const sessions = new Map<string, SessionRecord>();
+  for (const s of state.sessions) {
+    if (sessions.has(s.sessionId)) throw corrupt(file, `session ${s.sessionId} appears twice`);
+    sessions.set(s.sessionId, s);
+    if (s.nextRevisionNumber !== s.head + 1) throw corrupt(file, `session ${s.sessionId}: nextRevisionNumber ${s.nextRevisionNumber} ≠ head r${s.head} + 1`);
+    if (s.oldestRetained > s.head) throw corrupt(file, `session ${s.sessionId}: oldest retained r${s.oldestRetained} is after head r${s.head}`);
+    if (s.created.ref.sessionId !== s.sessionId || s.created.ref.revision !== 'r1' || s.created.agentId !== s.agentId) {
+      throw corrupt(file, `session ${s.sessionId}: created revision is not its own r1`);
+    }
+    if ((s.forkedFrom === undefined) !== (s.createdByForkId === undefined) || !same(s.created.forkedFrom, s.forkedFrom)) {
+      throw corrupt(file, `session ${s.sessionId}: fork binding is inconsistent`);
+    }
+  }
+  const tombstones = new Set<string>();
+  for (const t of state.tombstones) {
+    if (tombstones.has(t.sessionId) || sessions.has(t.sessionId)) throw corrupt(file, `deleted session ${t.sessionId} is listed twice or still live`);
+    tombstones.add(t.sessionId);
+  }
+  const revisions = new Map<string, RevisionRecord>();
+  const counts = new Map<string, number>();
+  for (const r of state.revisions) {
+    const s = sessions.get(r.sessionId);
+    if (!s) throw corrupt(file, `revision r${r.revision} belongs to unknown session ${r.sessionId}`);
+    const key = `${r.sessionId}\u0000${r.revision}`;
+    if (revisions.has(key)) throw corrupt(file, `revision ${r.sessionId}@r${r.revision} appears twice`);
+    if (r.revision < s.oldestRetained || r.revision > s.head) throw corrupt(file, `revision ${r.sessionId}@r${r.revision} is outside r${s.oldestRetained}…r${s.head}`);
+    if (r.revision === 1 && (!same(r.checkpoint, s.created.checkpoint) || !same(r.lastCommittedActivationId, s.created.lastCommittedActivationId))) {
+      throw corrupt(file, `revision ${r.sessionId}@r1 differs from the session's created revision`);
+    }
+    revisions.set(key, r);
+    counts.set(r.sessionId, (counts.get(r.sessionId) ?? 0) + 1);
+  }
+  for (const s of state.sessions) {
+    if ((counts.get(s.sessionId) ?? 0) !== s.head - s.oldestRetained + 1) {
+      throw corrupt(file, `session ${s.sessionId} does not have exactly revisions r${s.oldestRetained}…r${s.head}`);
+    }
+  }
+  const receipts = new Set<string>();
+  for (const c of state.commits) {
+    const s = sessions.get(c.sessionId);
+    if (!s) throw corrupt(file, `commit receipt ${c.commitId} belongs to unknown session ${c.sessionId}`);
+    const key = `${c.sessionId}\u0000${c.commitId}`;
+    if (receipts.has(key)) throw corrupt(file, `commit receipt ${c.commitId} appears twice`);
+    receipts.add(key);
+    const expected = Number(c.input.expectedRevision.slice(1));
+    const n = expected + 1;
+    const rev = revisions.get(`${c.sessionId}\u0000${n}`);
+    if (
+      c.result.ref.sessionId !== c.sessionId ||
+      c.result.ref.revision !== formatRevision(n) ||
+      c.result.agentId !== s.agentId ||
+      !rev ||
+      rev.commitId !== c.commitId ||
+      !same(rev.checkpoint, c.result.checkpoint) ||
+      !same(c.input.checkpoint, c.result.checkpoint)
+    ) {
+      throw corrupt(file, `commit receipt ${c.commitId} of session ${c.sessionId} contradicts its revision`);
+    }
+  }
+  const forks = new Map<string, ForkRecord>();
+  for (const f of state.forks) {
+    if (forks.has(f.forkId)) throw corrupt(file, `fork ${f.forkId} appears twice`);
+    forks.set(f.forkId, f);
+    if (f.targetSessionId === f.source.sessionId) throw corrupt(file, `fork ${f.forkId} targets its own source`);
+    if (f.state === 'completed') {
+      if (f.target.sessionId !== f.targetSessionId || f.target.revision !== 'r1') throw corrupt(file, `fork ${f.forkId}: completed target is not ${f.targetSessionId}@r1`);
+      const t = sessions.get(f.targetSessionId);
+      if (t && t.createdByForkId !== f.forkId) throw corrupt(file, `fork ${f.forkId}: target ${f.targetSessionId} was not created by it`);
+    }
+  }
+  for (const s of state.sessions) {
+    if (s.createdByForkId === undefined) continue;
+    const f = forks.get(s.createdByForkId);
+    if (!f || f.targetSessionId !== s.sessionId || !same(f.source, s.forkedFrom) || f.sourceAgentId !== s.agentId) {
+      throw corrupt(file, `session ${s.sessionId} claims fork ${s.createdByForkId}, which does not bind it`);
+    }
+  }
+}
+
+/** The state as maps; the engine's reader and writer inside one transaction. */
+export class FileStateView implements RepositoryWriter {
+  private readonly sessions = new Map<string, SessionRecord>();
+  private readonly revisions = new Map<string, Map<number, RevisionRecord>>();
+  private readonly receipts = new Map<string, CommitReceipt>();
+  private readonly forks = new Map<string, ForkRecord>();
+  private readonly tombstones = new Map<string, Tombstone>();
+  dirty = false;
+
+  constructor(
+    state: FileState,
+    private readonly objectsPresent: (refs: ImmutableObjectRef[]) => Promise<void>,
+  ) {
+    for (const s of state.sessions) this.sessions.set(s.sessionId, s);
+    for (const r of state.revisions) this.revisionsOf(r.sessionId).set(r.revision, r);
+    for (const c of state.commits) this.receipts.set(receiptKey(c.sessionId, c.commitId), c);
+    for (const f of state.forks) this.forks.set(f.forkId, f);
+    for (const t of state.tombstones) this.tombstones.set(t.sessionId, t);
+  }
+
+  toState(): FileState {
+    const byId = <T>(key: (v: T) => string) => (a: T, b: T) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0);
+    return {
+      schemaVersion: 1,
+      sessions: [...this.sessions.values()].sort(byId((s) => s.sessionId)),
+      revisions: [...this.revisions.entries()]
+        .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+        .flatMap(([, m]) => [...m.values()].sort((a, b) => a.revision - b.revision)),
+      commits: [...this.receipts.values()].sort(byId((c) => receiptKey(c.sessionId, c.commitId))),
+      forks: [...this.forks.values()].sort(byId((f) => f.forkId)),
+      tombstones: [...this.tombstones.values()].sort(byId((t) => t.sessionId)),
+    };
+  }
+
+  /** Every retained revision and fork record (for GC). */
+  allRevisions(): RevisionRecord[] {
+    return [...this.revisions.values()].flatMap((m) => [...m.values()]);
+  }
+
+  allForks(): ForkRecord[] {
+    return [...this.forks.values()];
+  }
+
+  private revisionsOf(sessionId: string): Map<number, RevisionRecord> {
+    let m = this.revisions.get(sessionId);
+    if (!m) {
+      m = new Map();
+      this.revisions.set(sessionId, m);
+    }
+    return m;
+  }
+
+  async getSession(sessionId: string) {
+    return this.sessions.get(sessionId);
+  }
+  async getTombstone(sessionId: string) {
+    return this.tombstones.get(sessionId);
+  }
+  async getRevision(sessionId: string, revision: number) {
+    return this.revisions.get(sessionId)?.get(revision);
+  }
+  async getReceipt(sessionId: string, commitId: string) {
+    return this.receipts.get(receiptKey(sessionId, commitId));
+  }
+  async getFork(forkId: string) {
+    return this.forks.get(forkId);
+  }
+  async listSessions() {
+    return [...this.sessions.values()];
+  }
+  async listRevisions(sessionId: string) {
+    return [...(this.revisions.get(sessionId)?.values() ?? [])].sort((a, b) => a.revision - b.revision);
+  }
+
+  async insertSession(record: SessionRecord) {
+    this.sessions.set(record.sessionId, record);
+    this.dirty = true;
+  }
+  async updateSession(record: SessionRecord) {
+    this.sessions.set(record.sessionId, record);
+    this.dirty = true;
+  }
+  async insertRevision(record: RevisionRecord) {
+    this.revisionsOf(record.sessionId).set(record.revision, record);
+    this.dirty = true;
+  }
+  async insertReceipt(record: CommitReceipt) {
+    this.receipts.set(receiptKey(record.sessionId, record.commitId), record);
+    this.dirty = true;
+  }
+  async insertFork(record: ForkRecord) {
+    this.forks.set(record.forkId, record);
+    this.dirty = true;
+  }
+  async updateFork(record: ForkRecord) {
+    this.forks.set(record.forkId, record);
+    this.dirty = true;
+  }
+  async dropRevisionsBelow(sessionId: string, keepFrom: number) {
+    const m = this.revisionsOf(sessionId);
+    const dropped: RevisionRecord[] = [];
+    for (const [n, rev] of m) {
+      if (n >= keepFrom) continue;
+      dropped.push(rev);
+      m.delete(n);
+      if (rev.commitId !== undefined) this.receipts.delete(receiptKey(sessionId, rev.commitId));
+    }
+    this.dirty = true;
+    return dropped;
+  }
+  async deleteSession(sessionId: string, tombstone: Tombstone) {
+    const dropped = [...(this.revisions.get(sessionId)?.values() ?? [])];
+    this.revisions.delete(sessionId);
+    this.sessions.delete(sessionId);
+    for (const [key, c] of this.receipts) if (c.sessionId === sessionId) this.receipts.delete(key);
+    this.tombstones.set(sessionId, tombstone);
+    this.dirty = true;
+    return dropped;
+  }
+  requireObjectsPresent(refs: ImmutableObjectRef[]): Promise<void> {
+    return this.objectsPresent(refs);
+  }
+}
+
+function receiptKey(sessionId: string, commitId: string): string {
+  return `${sessionId}\u0000${commitId}`;
+}

@@ -1,0 +1,183 @@
+// The postgres adapter's object store: content-addressed rows (`objects`) with their bytes as bytea
+// chunks (`object_chunks`, 1 MiB each). Publish streams the source in one transaction, holding at
+// most one chunk in memory and verifying size and digest before COMMIT; reads stream chunk batches
+// and re-verify every time. Revisions and forks reference objects by foreign key, so the database
+// itself refuses to delete an object that is still referenced.
+import { createReadStream } from 'node:fs';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { Pool, PoolClient } from 'pg';
+import type { ImmutableObjectRef } from '../../protocol/repository';
+import { DigestMeter, discard } from './digestMeter';
+import { SessionRepositoryError, toRepositoryError } from './errors';
+import { materializeFromStream } from './materialize';
+import {
+  canonicalObjectId,
+  checkMaxBytes,
+  checkPublishInput,
+  type ImmutableObjectStore,
+  type MaterializedObject,
+  type MaterializeObjectInput,
+  objectIdFor,
+  type PublishObjectInput,
+} from './objectStore';
+
+export const POSTGRES_OBJECT_REF_SCHEME = 'sandbox-sessions-postgres-object://v1/';
+export const CHUNK_BYTES = 1024 * 1024;
+/** Chunks fetched per query while reading (bounds memory to this many chunks). */
+const READ_BATCH = 4;
+
+export class PostgresObjectStore implements ImmutableObjectStore {
+  constructor(
+    private readonly pool: Pool,
+    /** Quoted schema name. */
+    private readonly S: string,
+  ) {}
+
+  objectIdOf(ref: ImmutableObjectRef): string {
+    return canonicalObjectId(ref, POSTGRES_OBJECT_REF_SCHEME);
+  }
+
+  async publish(input: PublishObjectInput): Promise<ImmutableObjectRef> {
+    checkPublishInput(input);
+    const id = objectIdFor(input.digest, input.mediaType);
+    const ref: ImmutableObjectRef = {
+      objectRef: `${POSTGRES_OBJECT_REF_SCHEME}${id}`,
+      digest: input.digest,
+      bytes: input.bytes,
+      mediaType: input.mediaType,
+    };
+    const client = await this.pool.connect();
+    let inserted: boolean | undefined;
+    try {
+      await client.query('BEGIN');
+      // Insert, or only touch an existing row (so a GC grace window sees it in use). A concurrent
+      // publisher of the same id waits here until the first one commits or rolls back.
+      const { rows } = await client.query<{ inserted: boolean }>(
+        `INSERT INTO ${this.S}.objects (object_id, digest, media_type, bytes, chunk_size) VALUES ($1, $2, $3, $4, $5)
+         ON CONFLICT (object_id) DO UPDATE SET touched_at = now() RETURNING (xmax = 0) AS inserted`,
+        [id, input.digest, input.mediaType, input.bytes, CHUNK_BYTES],
+      );
+      inserted = rows[0]?.inserted === true;
+      if (inserted) await this.upload(client, id, input);
+      await client.query('COMMIT');
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw toRepositoryError(err, `publishing object ${input.digest}`);
+    } finally {
+      client.release();
+    }
+    // Our own upload was verified before COMMIT; an object someone else stored is verified now.
+    if (inserted !== true) await this.assertReadable(ref);
+    return ref;
+  }
+
+  private async upload(client: PoolClient, id: string, input: PublishObjectInput): Promise<void> {
+    const meter = new DigestMeter(input.bytes, `object source for ${input.digest}`);
+    const source =
+      input.source.kind === 'file'
+        ? createReadStream(input.source.path, { highWaterMark: CHUNK_BYTES })
+        : Readable.from([Buffer.from(input.source.value)]);
+    let seq = 0;
+    const insert = (data: Buffer) =>
+      client.query(`INSERT INTO ${this.S}.object_chunks (object_id, seq, data) VALUES ($1, $2, $3)`, [id, seq++, data]);
+    await pipeline(source, meter, async (chunks: AsyncIterable<Buffer>) => {
+      let pending: Buffer[] = [];
+      let pendingBytes = 0;
+      for await (const chunk of chunks) {
+        let rest = chunk;
+        while (rest.length > 0) {
+          const take = Math.min(rest.length, CHUNK_BYTES - pendingBytes);
+          pending.push(rest.subarray(0, take));
+          pendingBytes += take;
+          rest = rest.subarray(take);
+          if (pendingBytes === CHUNK_BYTES) {
+            await insert(Buffer.concat(pending));
+            pending = [];
+            pendingBytes = 0;
+          }
+        }
+      }
+      if (pendingBytes > 0 || seq === 0) await insert(Buffer.concat(pending));
+    });
+    meter.verify(input.digest);
+  }
+
+  async assertReadable(ref: ImmutableObjectRef): Promise<void> {
+    try {
+      const id = await this.checkedId(ref);
+      const meter = new DigestMeter(ref.bytes, `object ${ref.objectRef}`);
+      await pipeline(Readable.from(this.chunks(id, ref)), meter, discard());
+      meter.verify(ref.digest);
+    } catch (err) {
+      throw toRepositoryError(err, `reading object ${ref.objectRef}`);
+    }
+  }
+
+  async materialize(input: MaterializeObjectInput): Promise<MaterializedObject> {
+    checkMaxBytes(input.maxBytes);
+    const { ref } = input;
+    this.objectIdOf(ref);
+    if (ref.bytes > input.maxBytes) {
+      throw new SessionRepositoryError('quota_exceeded', `object ${ref.objectRef} has ${ref.bytes} bytes, more than the limit of ${input.maxBytes}`);
+    }
+    return materializeFromStream(input, async () => Readable.from(this.chunks(await this.checkedId(ref), ref), { objectMode: false }));
+  }
+
+  /** The id of a stored object whose recorded size, digest and media type match the ref. */
+  private async checkedId(ref: ImmutableObjectRef): Promise<string> {
+    const id = this.objectIdOf(ref);
+    const { rows } = await this.pool.query<{ bytes: string; digest: string; media_type: string }>(
+      `SELECT bytes::text AS bytes, digest, media_type FROM ${this.S}.objects WHERE object_id = $1`,
+      [id],
+    );
+    const row = rows[0];
+    if (!row) {
+      throw new SessionRepositoryError('object_not_found', `object ${ref.objectRef} is not in the repository (it was never published or has been garbage-collected)`);
+    }
+    if (Number(row.bytes) !== ref.bytes || row.digest !== ref.digest || row.media_type !== ref.mediaType) {
+      throw new SessionRepositoryError('integrity_mismatch', `object ${ref.objectRef} is stored as ${row.bytes} bytes ${row.digest}, expected ${ref.bytes} bytes ${ref.digest}`);
+    }
+    return id;
+  }
+
+  /**
+   * The object's chunks in order, READ_BATCH per query, the next batch fetched while the current
+   * one is consumed; missing or extra chunks are integrity_mismatch.
+   */
+  private async *chunks(id: string, ref: ImmutableObjectRef): AsyncGenerator<Buffer> {
+    const fetch = (from: number) =>
+      // Text result format: pg decodes bytea hex into a Buffer natively. (Per-query binary results
+      // come back as utf-8 strings unless the whole client is in binary mode — never use them.)
+      this.pool.query<{ seq: number; data: Buffer }>(
+        `SELECT seq, data FROM ${this.S}.object_chunks WHERE object_id = $1 AND seq >= $2 AND seq < $3 ORDER BY seq`,
+        [id, from, from + READ_BATCH],
+      );
+    let next = 0;
+    let seen = 0;
+    let pending: ReturnType<typeof fetch> | undefined = fetch(0);
+    try {
+      while (pending) {
+        const { rows } = await pending;
+        pending = undefined;
+        const complete = rows.length === READ_BATCH && rows.every((row, i) => row.seq === next + i && Buffer.isBuffer(row.data));
+        if (complete) {
+          pending = fetch(next + READ_BATCH);
+          pending.catch(() => undefined); // awaited on the next turn; never an unhandled rejection
+        }
+        for (const row of rows) {
+          if (row.seq !== next || !Buffer.isBuffer(row.data)) break;
+          next++;
+          seen += row.data.length;
+          yield row.data;
+        }
+        if (!complete) break;
+      }
+    } finally {
+      await pending?.catch(() => undefined);
+    }
+    if (seen !== ref.bytes) {
+      throw new SessionRepositoryError('integrity_mismatch', `object ${ref.objectRef} has ${seen} bytes in its chunks, expected ${ref.bytes}`);
+    }
+  }
+}

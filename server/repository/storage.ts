@@ -1,0 +1,43 @@
+// What the repository engine needs from a storage backend: record reads, and a write transaction
+// in which reads see the latest committed state and every change becomes visible atomically (file:
+// under the process-lifetime lock, one state-file rename; postgres: one SQL transaction).
+import type { ImmutableObjectRef } from '../../protocol/repository';
+import type { ImmutableObjectStore } from './objectStore';
+import type { CommitReceipt, ForkRecord, RevisionRecord, SessionRecord, Tombstone } from './records';
+
+export interface RepositoryReader {
+  getSession(sessionId: string): Promise<SessionRecord | undefined>;
+  getTombstone(sessionId: string): Promise<Tombstone | undefined>;
+  getRevision(sessionId: string, revision: number): Promise<RevisionRecord | undefined>;
+  getReceipt(sessionId: string, commitId: string): Promise<CommitReceipt | undefined>;
+  getFork(forkId: string): Promise<ForkRecord | undefined>;
+  listSessions(): Promise<SessionRecord[]>;
+  /** Oldest first. */
+  listRevisions(sessionId: string): Promise<RevisionRecord[]>;
+}
+
+export interface RepositoryWriter extends RepositoryReader {
+  insertSession(record: SessionRecord): Promise<void>;
+  updateSession(record: SessionRecord): Promise<void>;
+  insertRevision(record: RevisionRecord): Promise<void>;
+  insertReceipt(record: CommitReceipt): Promise<void>;
+  insertFork(record: ForkRecord): Promise<void>;
+  updateFork(record: ForkRecord): Promise<void>;
+  /** Removes revisions below `keepFrom` and their receipts; returns what was removed. */
+  dropRevisionsBelow(sessionId: string, keepFrom: number): Promise<RevisionRecord[]>;
+  /** Removes the Session, its revisions and receipts, and records a tombstone; returns the removed revisions. */
+  deleteSession(sessionId: string, tombstone: Tombstone): Promise<RevisionRecord[]>;
+  /** A cheap in-transaction check that objects verified earlier are still stored (GC may not race the commit). */
+  requireObjectsPresent(refs: ImmutableObjectRef[]): Promise<void>;
+}
+
+export interface RepositoryStorage {
+  readonly kind: 'file' | 'postgres';
+  readonly objects: ImmutableObjectStore;
+  read<T>(fn: (reader: RepositoryReader) => Promise<T>): Promise<T>;
+  /** Runs `fn` in a write transaction; it may be re-run after a transient conflict, so it must only touch `writer`. */
+  write<T>(fn: (writer: RepositoryWriter) => Promise<T>): Promise<T>;
+  /** Deletes unreferenced objects among `candidates` ('all': every stored object) older than `graceMs`. */
+  collectGarbage(candidates: string[] | 'all', graceMs: number): Promise<number>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,349 @@
+// The local provider: sandboxes are local Runs of the embedded runtime, served by the local
+// gateway daemon (started on demand, found again after it restarts). Same Run shapes and same
+// access API as kruntimes, so everything above this file is provider-neutral.
+import { spawn } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import fsp from 'node:fs/promises';
+import path from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import { Transform } from 'node:stream';
+import { request } from 'undici';
+import { z } from 'zod';
+import { GatewayClient } from '../../protocol/kruntimes/gatewayClient';
+import {
+  checkTerminationTransition,
+  isTerminalPhase,
+  type Run,
+  RunSchema,
+  RunStateError,
+  RunStateMessages,
+  sessionEndpoint,
+  type TerminationMode,
+  RUN_API_VERSION,
+  RUN_KIND,
+} from '../../protocol/kruntimes/run';
+import {
+  type DownloadedArtifact,
+  LOCAL_CONTEXT,
+  type ProviderInfo,
+  type SandboxConnection,
+  type SandboxCreateSpec,
+  type SandboxRef,
+  type SandboxSummary,
+} from '../../protocol/sandboxes';
+import { ensureGateway, type GatewayHandle } from '../gateway/daemonClient';
+import { LocalApiError, LocalGatewayClient } from '../gateway/localClient';
+import { artifactFile } from '../local/artifactStore';
+import { defaultBackends } from '../local/backends';
+import { defaultStateDir, StateLayout } from '../local/stateRoot';
+import type { Logger } from '../log';
+import { SandboxError, type SandboxChange, type SandboxProvider, type WorkOptions } from './provider';
+import { summarizeRun } from './summary';
+
+const WatchEventSchema = z.object({ type: z.enum(['ADDED', 'MODIFIED', 'DELETED']), object: RunSchema });
+
+export interface LocalProviderOptions {
+  stateDir?: string;
+  /** How to start the daemon (default: this program with `gateway`). */
+  gatewayCommand?: string[];
+  log: Logger;
+}
+
+export class LocalSandboxProvider implements SandboxProvider {
+  readonly kind = 'local' as const;
+  private readonly stateDir: string;
+  private handle: GatewayHandle | undefined;
+
+  constructor(private readonly options: LocalProviderOptions) {
+    this.stateDir = options.stateDir ?? defaultStateDir();
+  }
+
+  /** The daemon's handle, starting it when none is healthy; refreshed after a restart. */
+  private async gateway(fresh = false): Promise<{ handle: GatewayHandle; api: LocalGatewayClient }> {
+    if (!this.handle || fresh) {
+      this.handle = await ensureGateway({ stateDir: this.stateDir, ...(this.options.gatewayCommand ? { command: this.options.gatewayCommand } : {}) });
+    }
+    return { handle: this.handle, api: new LocalGatewayClient(this.handle.url, this.handle.token) };
+  }
+
+  /** Runs a call against the daemon; if the daemon went away (restart), finds or starts it once more. */
+  private async withApi<T>(fn: (api: LocalGatewayClient, handle: GatewayHandle) => Promise<T>): Promise<T> {
+    const { api, handle } = await this.gateway();
+    try {
+      return await fn(api, handle);
+    } catch (err) {
+      if (err instanceof LocalApiError && err.status !== 401) throw err;
+      this.options.log.info('local gateway unreachable or restarted; reconnecting', { error: (err as Error).message });
+      const again = await this.gateway(true);
+      return fn(again.api, again.handle);
+    }
+  }
+
+  async info(): Promise<ProviderInfo> {
+    const runtimes = await Promise.all(
+      [...defaultBackends().values()].map(async (b) => {
+        const probe = await b.probe();
+        return {
+          name: b.name,
+          isolation: b.description,
+          available: probe.ok,
+          ...(probe.ok ? {} : { reason: probe.reason }),
+        };
+      }),
+    );
+    return {
+      kind: 'local',
+      label: 'Local',
+      available: runtimes.some((r) => r.available),
+      contexts: [{ name: LOCAL_CONTEXT, namespaces: await this.namespaces() }],
+      runtimes,
+    };
+  }
+
+  private async namespaces(): Promise<string[]> {
+    try {
+      const runs = await this.withApi((api) => api.listRuns());
+      return [...new Set(['default', ...runs.map((r) => r.metadata.namespace ?? 'default')])].sort();
+    } catch {
+      return ['default'];
+    }
+  }
+
+  async list(filter: { context?: string; namespace?: string }): Promise<SandboxSummary[]> {
+    if (filter.context !== undefined && filter.context !== LOCAL_CONTEXT) return [];
+    const runs = await this.withApi((api) => api.listRuns(filter.namespace));
+    return runs.filter((r) => r.spec.mode.session !== undefined).map((r) => summarizeRun('local', LOCAL_CONTEXT, r));
+  }
+
+  async create(spec: SandboxCreateSpec, options: WorkOptions & { waitForReady: boolean; timeoutMs?: number }): Promise<SandboxSummary> {
+    const session: Record<string, unknown> = {};
+    if (spec.idleTimeoutSeconds !== undefined) session.idleTimeoutSeconds = spec.idleTimeoutSeconds;
+    if (spec.leaseTimeoutSeconds !== undefined) session.leaseTimeoutSeconds = spec.leaseTimeoutSeconds;
+    if (spec.queueSize !== undefined) session.queueSize = spec.queueSize;
+    if (spec.operationTimeout !== undefined) session.operationTimeout = spec.operationTimeout;
+    const body = {
+      apiVersion: RUN_API_VERSION,
+      kind: RUN_KIND,
+      metadata: spec.name ? { name: spec.name, namespace: spec.namespace } : { generateName: 'sbx-', namespace: spec.namespace },
+      spec: {
+        runtime: spec.runtime,
+        mode: { session },
+        ...(spec.timeout ? { timeout: spec.timeout } : {}),
+        ...(spec.env ? { env: Object.entries(spec.env).map(([name, value]) => ({ name, value })) } : {}),
+      },
+    };
+    options.progress?.('creating', `creating a ${spec.runtime} sandbox`);
+    const run = await this.withApi((api) => api.createRun(spec.namespace, body));
+    const name = run.metadata.name ?? '';
+    if (!options.waitForReady) return summarizeRun('local', LOCAL_CONTEXT, run);
+    options.progress?.('starting', `waiting for ${name} to be Ready`);
+    const ready = await this.waitFor(spec.namespace, name, ['Ready'], options.timeoutMs ?? 60_000, options.signal);
+    if (ready.status?.phase !== 'Ready') {
+      throw new SandboxError(
+        'run_state',
+        `${RunStateMessages.terminalBeforeReady}: ${name} is ${ready.status?.phase ?? 'unknown'}${ready.status?.message ? ` (${ready.status.message})` : ''}`,
+      );
+    }
+    return summarizeRun('local', LOCAL_CONTEXT, ready);
+  }
+
+  private async waitFor(ns: string, name: string, phases: NonNullable<Run['status']>['phase'][], timeoutMs: number, signal?: AbortSignal): Promise<Run> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      signal?.throwIfAborted();
+      const run = await this.withApi((api) => api.getRun(ns, name));
+      const phase = run.status?.phase;
+      if (phase && (phases.includes(phase) || isTerminalPhase(phase))) return run;
+      if (Date.now() > deadline) {
+        throw new SandboxError('sandbox_wait_timeout', `${ns}/${name} is still ${phase ?? 'Pending'} after ${Math.round(timeoutMs / 1000)} s`);
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
+  private async getRun(ref: SandboxRef): Promise<Run> {
+    if (ref.context !== LOCAL_CONTEXT) throw new SandboxError('sandbox_not_found', `the local provider has no context "${ref.context}"`);
+    try {
+      return await this.withApi((api) => api.getRun(ref.namespace, ref.name));
+    } catch (err) {
+      if (err instanceof LocalApiError && err.status === 404) {
+        throw new SandboxError('sandbox_not_found', `no local sandbox ${ref.namespace}/${ref.name}`);
+      }
+      throw err;
+    }
+  }
+
+  async get(ref: SandboxRef): Promise<{ sandbox: SandboxSummary; run: Run }> {
+    const run = await this.getRun(ref);
+    return { sandbox: summarizeRun('local', LOCAL_CONTEXT, run), run };
+  }
+
+  async open(ref: SandboxRef): Promise<SandboxConnection> {
+    const run = await this.getRun(ref);
+    const endpoint = sessionEndpoint(run); // the SDK checks: session Run, Ready, sessions/<uid>
+    const { handle } = await this.gateway();
+    const client = new GatewayClient({ endpoint: { url: endpoint.url }, token: handle.token });
+    try {
+      const status = await client.status();
+      return { endpoint: { url: endpoint.url }, token: handle.token, ...(status.capabilities ? { capabilities: status.capabilities } : {}) };
+    } finally {
+      await client.close();
+    }
+  }
+
+  async terminate(ref: SandboxRef, mode: TerminationMode, options: WorkOptions & { wait: boolean; timeoutMs?: number }): Promise<SandboxSummary> {
+    const run = await this.getRun(ref);
+    const rule = checkTerminationTransition(run.spec.termination?.mode, mode);
+    if (!rule.ok) throw new RunStateError(rule.message, { namespace: ref.namespace, name: ref.name, phase: run.status?.phase });
+    options.progress?.(mode === 'Drain' ? 'draining' : 'cancelling', `${mode === 'Drain' ? 'Draining' : 'Cancelling'} ${ref.name}`);
+    if (!isTerminalPhase(run.status?.phase)) await this.withApi((api) => api.terminate(ref.namespace, ref.name, mode));
+    if (!options.wait) return summarizeRun('local', LOCAL_CONTEXT, await this.getRun(ref));
+    const done = await this.waitFor(ref.namespace, ref.name, [], options.timeoutMs ?? 10 * 60_000, options.signal);
+    const expected = mode === 'Drain' ? 'Succeeded' : 'Cancelled';
+    if (done.status?.phase !== expected) {
+      const phase = done.status?.phase ?? 'unknown';
+      throw new SandboxError(
+        'run_state',
+        `${mode === 'Drain' ? RunStateMessages.didNotClose(phase) : RunStateMessages.didNotCancel(phase)}${done.status?.message ? ` (${done.status.message})` : ''}`,
+      );
+    }
+    return summarizeRun('local', LOCAL_CONTEXT, done);
+  }
+
+  async delete(ref: SandboxRef): Promise<void> {
+    await this.getRun(ref);
+    await this.withApi((api) => api.deleteRun(ref.namespace, ref.name));
+  }
+
+  async downloadArtifacts(
+    ref: SandboxRef,
+    destination: string,
+    options: WorkOptions & { names?: string[]; unpack: boolean },
+  ): Promise<DownloadedArtifact[]> {
+    if (!path.isAbsolute(destination)) throw new SandboxError('invalid_destination', `the destination must be an absolute path: ${destination}`);
+    const run = await this.getRun(ref);
+    const refs = (run.status?.artifactRefs ?? []).filter((a) => !options.names || options.names.includes(a.name));
+    if (options.names) {
+      const missing = options.names.filter((n) => !refs.some((a) => a.name === n));
+      if (missing.length) throw new SandboxError('sandbox_not_found', `${ref.name} has no artifact named ${missing.join(', ')}`);
+    }
+    await fsp.mkdir(destination, { recursive: true });
+    const storeRoot = new StateLayout(this.stateDir).artifactStoreRoot;
+    const total = refs.reduce((n, a) => n + a.sizeBytes, 0);
+    let done = 0;
+    const results: DownloadedArtifact[] = [];
+    for (const artifact of refs) {
+      options.signal?.throwIfAborted();
+      const source = artifactFile(storeRoot, artifact);
+      const fileName = artifact.type === 'directory' ? `${artifact.name}.tar.gz` : artifact.name;
+      const target = path.join(destination, fileName);
+      if (path.dirname(target) !== path.resolve(destination)) {
+        throw new SandboxError('artifact_invalid', `artifact name ${JSON.stringify(artifact.name)} is not a plain file name`);
+      }
+      options.progress?.('downloading', `${artifact.name} (${done} of ${total} bytes)`);
+      await copyVerified(source, target, artifact.digest, artifact.sizeBytes, options.signal);
+      done += artifact.sizeBytes;
+      const result: DownloadedArtifact = { name: artifact.name, path: target, type: artifact.type, sizeBytes: artifact.sizeBytes, digest: artifact.digest };
+      if (options.unpack && artifact.type === 'directory') {
+        const dir = path.join(destination, artifact.name);
+        await unpackTarGz(target, dir);
+        result.unpackedTo = dir;
+      }
+      results.push(result);
+    }
+    return results;
+  }
+
+  watch(listener: (change: SandboxChange) => void): () => void {
+    const controller = new AbortController();
+    const loop = async () => {
+      let delay = 200;
+      while (!controller.signal.aborted) {
+        try {
+          const { handle } = await this.gateway(delay > 200);
+          const res = await request(`${handle.url}/local/v1/runs?watch=true&timeoutSeconds=1800`, {
+            headers: { authorization: `Bearer ${handle.token}` },
+            signal: controller.signal,
+            bodyTimeout: 0,
+          });
+          if (res.statusCode !== 200) throw new Error(`watch answered HTTP ${res.statusCode}`);
+          delay = 200;
+          let pending = '';
+          for await (const chunk of res.body as AsyncIterable<Buffer>) {
+            pending += chunk.toString('utf8');
+            let nl: number;
+            while ((nl = pending.indexOf('\n')) !== -1) {
+              const line = pending.slice(0, nl).trim();
+              pending = pending.slice(nl + 1);
+              if (!line) continue;
+              const event = WatchEventSchema.safeParse(JSON.parse(line));
+              if (event.success && event.data.object.spec.mode.session !== undefined) {
+                listener({ sandbox: summarizeRun('local', LOCAL_CONTEXT, event.data.object), removed: event.data.type === 'DELETED' });
+              }
+            }
+          }
+        } catch (err) {
+          if (controller.signal.aborted) return;
+          this.options.log.debug('local Run watch interrupted; retrying', { error: (err as Error).message, delayMs: delay });
+        }
+        await new Promise((r) => setTimeout(r, delay));
+        delay = Math.min(delay * 2, 5000);
+      }
+    };
+    void loop();
+    return () => controller.abort();
+  }
+}
+
+/** Copies to a temp file beside `target` while hashing; publishes only when size and digest match. */
+async function copyVerified(source: string, target: string, digest: string, size: number, signal?: AbortSignal): Promise<void> {
+  const tmp = `${target}.${randomBytes(6).toString('hex')}.partial`;
+  const hash = createHash('sha256');
+  let bytes = 0;
+  try {
+    await pipeline(
+      fs.createReadStream(source),
+      new Transform({
+        transform(chunk: Buffer, _enc, cb) {
+          hash.update(chunk);
+          bytes += chunk.length;
+          cb(null, chunk);
+        },
+      }),
+      fs.createWriteStream(tmp, { flags: 'wx', mode: 0o644 }),
+      ...(signal ? [{ signal }] : []),
+    );
+    const actual = `sha256:${hash.digest('hex')}`;
+    if (actual !== digest || bytes !== size) {
+      throw new SandboxError('artifact_invalid', `artifact ${path.basename(target)} does not match its digest (${actual}, ${bytes} bytes; expected ${digest}, ${size} bytes)`);
+    }
+    await fsp.rename(tmp, target);
+  } finally {
+    await fsp.rm(tmp, { force: true });
+  }
+}
+
+/** Unpacks a directory artifact (deterministic tar.gz) with the system tar, refusing absolute or `..` members. */
+async function unpackTarGz(archive: string, dir: string): Promise<void> {
+  const list = await runTar(['-tzf', archive]);
+  for (const member of list.split('\n').filter(Boolean)) {
+    if (member.startsWith('/') || member.split('/').includes('..')) {
+      throw new SandboxError('artifact_invalid', `directory artifact ${path.basename(archive)} has an unsafe member ${JSON.stringify(member)}`);
+    }
+  }
+  await fsp.mkdir(dir, { recursive: true });
+  await runTar(['-xzf', archive, '-C', dir, '--no-same-owner', '--no-same-permissions']);
+}
+
+function runTar(args: string[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('tar', args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => (code === 0 ? resolve(out) : reject(new SandboxError('artifact_invalid', `tar ${args[0]} failed: ${err.trim()}`))));
+  });
+}

@@ -1,0 +1,53 @@
+// Where sandboxes come from. Every provider offers the same operations on Runs — list, create,
+// get, open (endpoint + token), terminate, download artifacts, watch — and differs only in where
+// the Runs live (the local gateway's Runs API, or the Kubernetes API for kruntimes).
+import type { Run, TerminationMode } from '../../protocol/kruntimes/run';
+import type {
+  DownloadedArtifact,
+  ProviderInfo,
+  ProviderKind,
+  SandboxConnection,
+  SandboxCreateSpec,
+  SandboxRef,
+  SandboxSummary,
+} from '../../protocol/sandboxes';
+
+export interface WorkOptions {
+  signal?: AbortSignal;
+  progress?: (phase: string, message?: string) => void;
+}
+
+export interface SandboxChange {
+  sandbox: SandboxSummary;
+  removed: boolean;
+}
+
+export interface SandboxProvider {
+  readonly kind: ProviderKind;
+  info(): Promise<ProviderInfo>;
+  list(filter: { context?: string; namespace?: string }): Promise<SandboxSummary[]>;
+  /** Creates a session Run and, when `waitForReady`, waits (bounded) until it is Ready or terminal. */
+  create(spec: SandboxCreateSpec, options: WorkOptions & { waitForReady: boolean; timeoutMs?: number }): Promise<SandboxSummary>;
+  get(ref: SandboxRef): Promise<{ sandbox: SandboxSummary; run: Run }>;
+  /** What the data plane needs; only for a Ready session Run whose endpoint matches its UID. */
+  open(ref: SandboxRef): Promise<SandboxConnection>;
+  terminate(ref: SandboxRef, mode: TerminationMode, options: WorkOptions & { wait: boolean; timeoutMs?: number }): Promise<SandboxSummary>;
+  delete(ref: SandboxRef): Promise<void>;
+  downloadArtifacts(
+    ref: SandboxRef,
+    destination: string,
+    options: WorkOptions & { names?: string[]; unpack: boolean },
+  ): Promise<DownloadedArtifact[]>;
+  /** Calls `listener` on every phase change until the returned function is called. */
+  watch(listener: (change: SandboxChange) => void): () => void;
+}
+
+export class SandboxError extends Error {
+  override readonly name = 'SandboxError';
+  constructor(
+    readonly code: 'sandbox_not_found' | 'provider_unavailable' | 'sandbox_wait_timeout' | 'artifact_invalid' | 'run_state' | 'invalid_destination',
+    message: string,
+  ) {
+    super(message);
+  }
+}

@@ -1,0 +1,138 @@
+// Starts a real VS Code — code-server from the npm registry, installed by
+// scripts/install-vscode-host.sh into .vscode-host/ — on a private loopback port with a fresh
+// HOME, user-data and extensions folders, and stops its whole process group afterwards.
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+
+export const REPO_ROOT = path.resolve(__dirname, '../..');
+
+export interface CodeServer {
+  url: string;
+  port: number;
+  home: string;
+  userDataDir: string;
+  extensionsDir: string;
+  log(): string;
+  stop(): Promise<void>;
+}
+
+/** Installs the host if needed and returns [node, entry.js]. */
+export function installHost(): { node: string; entry: string } {
+  const out = execFileSync('bash', [path.join(REPO_ROOT, 'scripts/install-vscode-host.sh'), '--print'], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const [node, entry] = out.trim().split('\n').slice(-2);
+  if (!node || !entry || !fs.existsSync(node) || !fs.existsSync(entry)) throw new Error(`VS Code host not installed:\n${out}`);
+  return { node, entry };
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.listen(0, '127.0.0.1', () => {
+      const port = (server.address() as net.AddressInfo).port;
+      server.close(() => resolve(port));
+    });
+    server.on('error', reject);
+  });
+}
+
+export async function startCodeServer(options: { env?: NodeJS.ProcessEnv; extraArgs?: string[]; workDir?: string } = {}): Promise<CodeServer> {
+  const { node, entry } = installHost();
+  const work = options.workDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'sandbox-sessions-vscode-'));
+  const home = path.join(work, 'home');
+  const userDataDir = path.join(work, 'user-data');
+  const extensionsDir = path.join(work, 'extensions');
+  for (const d of [home, userDataDir, extensionsDir]) fs.mkdirSync(d, { recursive: true });
+  const port = await freePort();
+  const config = path.join(work, 'config.yaml');
+  fs.writeFileSync(config, `bind-addr: 127.0.0.1:${port}\nauth: none\ncert: false\n`);
+  fs.mkdirSync(path.join(userDataDir, 'User'), { recursive: true });
+  fs.writeFileSync(
+    path.join(userDataDir, 'User', 'settings.json'),
+    JSON.stringify({
+      'workbench.startupEditor': 'none',
+      'terminal.integrated.gpuAcceleration': 'off',
+      'extensions.autoUpdate': false,
+      'security.workspace.trust.enabled': false,
+      'telemetry.telemetryLevel': 'off',
+      'workbench.tips.enabled': false,
+    }),
+  );
+  let log = '';
+  const child: ChildProcess = spawn(
+    node,
+    [
+      entry,
+      '--config',
+      config,
+      '--user-data-dir',
+      userDataDir,
+      '--extensions-dir',
+      extensionsDir,
+      '--disable-telemetry',
+      '--disable-update-check',
+      '--disable-workspace-trust',
+      ...(options.extraArgs ?? []),
+    ],
+    { detached: true, env: { ...process.env, HOME: home, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  child.stdout?.on('data', (d: Buffer) => (log += d.toString()));
+  child.stderr?.on('data', (d: Buffer) => (log += d.toString()));
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    try {
+      const res = await fetch(`${url}/healthz`);
+      if (res.ok) break;
+    } catch {
+      // not listening yet
+    }
+    if (child.exitCode !== null) throw new Error(`code-server exited (${child.exitCode}):\n${log}`);
+    if (Date.now() > deadline) throw new Error(`code-server did not become healthy in 60 s:\n${log}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return {
+    url,
+    port,
+    home,
+    userDataDir,
+    extensionsDir,
+    log: () => log,
+    stop: async () => {
+      if (child.pid !== undefined && child.exitCode === null) {
+        try {
+          process.kill(-child.pid, 'SIGTERM');
+        } catch {
+          // already gone
+        }
+        const gone = new Promise<void>((r) => child.once('exit', () => r()));
+        const timer = setTimeout(() => {
+          try {
+            process.kill(-child.pid!, 'SIGKILL');
+          } catch {
+            // already gone
+          }
+        }, 5000);
+        await gone;
+        clearTimeout(timer);
+      }
+    },
+  };
+}
+
+/** Headless Chromium flags that work on these machines (as root, closed network). */
+export const CHROMIUM_ARGS = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-dev-shm-usage',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];

@@ -1,0 +1,109 @@
+// Runs the integration suite inside a real VS Code extension host: builds the extension, starts
+// code-server with the smoke-test driver, and opens it in headless Chromium with the
+// extensionDevelopmentPath / extensionTestsPath payload. The suite's exit code is ours.
+// `npm run test:integration` (installs code-server and chromium on first use).
+import * as esbuild from 'esbuild';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { format } from 'node:util';
+import { chromium } from 'playwright-core';
+import { CHROMIUM_ARGS, REPO_ROOT, startCodeServer } from './codeServer';
+
+const SUITE_OUT = path.join(REPO_ROOT, '.test-tmp', 'integration');
+
+async function buildAll(): Promise<string[]> {
+  const { buildAll: buildBundles } = (await import(path.join(REPO_ROOT, 'esbuild.mjs'))) as { buildAll: () => Promise<unknown> };
+  await buildBundles();
+  fs.rmSync(SUITE_OUT, { recursive: true, force: true });
+  const suiteDir = path.join(REPO_ROOT, 'test', 'integration', 'suite');
+  const entries = fs.readdirSync(suiteDir).filter((f) => f.endsWith('.ts')).map((f) => path.join(suiteDir, f));
+  await esbuild.build({
+    entryPoints: entries,
+    outdir: SUITE_OUT,
+    bundle: true,
+    platform: 'node',
+    format: 'cjs',
+    target: 'node20',
+    sourcemap: 'inline',
+    external: ['vscode', 'mocha'],
+    logLevel: 'warning',
+  });
+  return entries.map((e) => path.basename(e, '.ts'));
+}
+
+async function main(): Promise<number> {
+  const files = await buildAll();
+  console.log(`integration suite: ${files.filter((f) => f !== 'index').join(', ')}`);
+  const work = fs.mkdtempSync(path.join(os.tmpdir(), 'sandbox-sessions-it-'));
+  const stateDir = path.join(work, 'state');
+  const dataDir = path.join(work, 'data');
+  const folder = path.join(work, 'workspace');
+  fs.mkdirSync(folder, { recursive: true });
+  const server = await startCodeServer({
+    workDir: work,
+    extraArgs: ['--vscode-option', 'enable-smoke-test-driver'],
+    env: {
+      SANDBOX_SESSIONS_STATE_DIR: stateDir,
+      XDG_DATA_HOME: dataDir,
+      SANDBOX_SESSIONS_LOG_LEVEL: 'debug',
+      SANDBOX_SESSIONS_IT_WORK: work,
+    },
+  });
+  const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', headless: true, args: CHROMIUM_ARGS });
+  let exitCode: number;
+  try {
+    const page = await browser.newPage();
+    const done = new Promise<number>((resolve) => {
+      void page.exposeFunction('codeAutomationExit', (code: number) => resolve(code));
+    });
+    // The workbench forwards every console line; keep the suite's and drop the workbench's own noise
+    // (gallery and account lookups on a machine without network).
+    const noise = /^\[(AgentHost[^\]]*|AccountPolicyGate|ChatModelSelection|Service Worker)\]|^Creating a socket|ENOTFOUND|^\s+at |open-vsx|marketplace/;
+    await page.exposeFunction('codeAutomationLog', (type: string, args: unknown[]) => {
+      const text = format(...(args as [unknown, ...unknown[]]));
+      if (noise.test(text)) return;
+      if (type === 'error') console.error(text);
+      else console.log(text);
+    });
+    const remote = (p: string) => `vscode-remote://127.0.0.1:${server.port}${p}`;
+    const payload = [
+      ['extensionDevelopmentPath', remote(REPO_ROOT)],
+      ['extensionTestsPath', remote(path.join(SUITE_OUT, 'index.js'))],
+    ];
+    await page.goto(`${server.url}/?folder=${encodeURIComponent(folder)}&payload=${encodeURIComponent(JSON.stringify(payload))}`);
+    const timeout = new Promise<number>((resolve) =>
+      setTimeout(() => {
+        console.error('integration suite timed out after 10 minutes');
+        resolve(1);
+      }, 10 * 60_000).unref(),
+    );
+    exitCode = await Promise.race([done, timeout]);
+    if (exitCode !== 0) {
+      await page.screenshot({ path: path.join(work, 'failure.png') }).catch(() => undefined);
+      console.error(`code-server log tail:\n${server.log().slice(-4000)}\n(work folder: ${work})`);
+    }
+  } finally {
+    await browser.close().catch(() => undefined);
+    await server.stop();
+    // The companion server started a local gateway daemon for the suite: stop it.
+    const state = path.join(stateDir, 'gateway.json');
+    if (fs.existsSync(state)) {
+      try {
+        const { pid } = JSON.parse(fs.readFileSync(state, 'utf8')) as { pid: number };
+        process.kill(pid, 'SIGTERM');
+      } catch {
+        // not running
+      }
+    }
+  }
+  return exitCode;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,103 @@
+// `sandbox-sessions bundle …` driven in-process through runBundleCommand: output, error lines with stable
+// codes, and exit codes 0/1/2.
+import assert from 'node:assert/strict';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { PassThrough } from 'node:stream';
+import { runBundleCommand } from '../../../server/cli/bundle';
+import { createFixture, GOLDEN, tempDir } from '../../fixtures/bundle/goldenFixture';
+import { listing } from '../../fixtures/bundle/harness';
+
+async function run(argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const stdout = new PassThrough();
+  const stderr = new PassThrough();
+  let out = '';
+  let err = '';
+  stdout.on('data', (d: Buffer) => (out += d.toString()));
+  stderr.on('data', (d: Buffer) => (err += d.toString()));
+  const code = await runBundleCommand(argv, { stdout, stderr });
+  return { code, stdout: out, stderr: err };
+}
+
+describe('bundle/cli', () => {
+  let tmp: { path: string; cleanup: () => void };
+  let roots: { stateRoot: string; workspaceRoot: string };
+  beforeEach(() => {
+    tmp = tempDir();
+    roots = createFixture(join(tmp.path, 'src'));
+  });
+  afterEach(() => tmp.cleanup());
+
+  it('packs with an identity file, inspects (text and --json), hydrates, and reproduces the golden digest', async () => {
+    const identity = join(tmp.path, 'identity.json');
+    writeFileSync(identity, GOLDEN.identityBytes);
+    const out = join(tmp.path, 'a.tar.zst');
+    const packed = await run([
+      'pack', roots.stateRoot, roots.workspaceRoot, '-o', out, '--session-id', GOLDEN.sessionId,
+      '--identity-file', identity, '--identity-media-type', GOLDEN.identityMediaType, '--last-activation-id', GOLDEN.lastCommittedActivationId,
+    ]);
+    assert.equal(packed.code, 0, packed.stderr);
+    assert.match(packed.stdout, new RegExp(`digest ${GOLDEN.archiveDigest}`));
+
+    const text = await run(['inspect', out]);
+    assert.equal(text.code, 0, text.stderr);
+    assert.match(text.stdout, /session cloud-session-1 \(last activation activation-9\)/);
+    const json = await run(['inspect', out, '--json', '--expected-digest', GOLDEN.archiveDigest]);
+    assert.equal(json.code, 0, json.stderr);
+    const parsed = JSON.parse(json.stdout) as { archiveDigest: string; entryCount: number };
+    assert.equal(parsed.archiveDigest, GOLDEN.archiveDigest);
+    assert.equal(parsed.entryCount, 8);
+
+    const dest = join(tmp.path, 'h');
+    const hydrated = await run(['hydrate', out, dest, '--session-id', GOLDEN.sessionId]);
+    assert.equal(hydrated.code, 0, hydrated.stderr);
+    assert.equal(readFileSync(join(dest, 'workspace', 'run.sh'), 'utf8'), '#!/bin/sh\necho ok\n');
+    const cleaned = await run(['cleanup', dest]);
+    assert.equal(cleaned.code, 0);
+    assert.match(cleaned.stdout, /removed 0 staging directories/);
+  });
+
+  it('uses the default identity and lists exclusions on stderr', async () => {
+    mkdirSync(join(roots.workspaceRoot, 'node_modules'));
+    const out = join(tmp.path, 'b.tar.zst');
+    const r = await run(['pack', roots.stateRoot, roots.workspaceRoot, '-o', out, '--session-id', 's-1']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stderr, /excluded: node_modules\/ \(dependency_tree\)/);
+    const h = join(tmp.path, 'h');
+    assert.equal((await run(['hydrate', out, h, '--session-id', 's-1'])).code, 0);
+    assert.equal(readFileSync(join(h, 'state-identity.json'), 'utf8'), '{"schemaVersion":1,"makaSessionId":"s-1"}\n');
+  });
+
+  it('reports failures as `error [code]: …` with exit 1', async () => {
+    writeFileSync(join(roots.workspaceRoot, '.env'), 'SECRET=1');
+    const out = join(tmp.path, 'c.tar.zst');
+    const secret = await run(['pack', roots.stateRoot, roots.workspaceRoot, '-o', out, '--session-id', 's']);
+    assert.equal(secret.code, 1);
+    assert.match(secret.stderr, /^error \[policy_rejected\]: refusing to snapshot "workspace\/\.env"/m);
+    assert.deepEqual(listing(tmp.path), ['src']);
+
+    const bad = join(tmp.path, 'bad.tar.zst');
+    writeFileSync(bad, Buffer.from('not a bundle'));
+    const r = await run(['inspect', bad]);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /^error \[integrity_mismatch\]: /);
+    const missing = await run(['inspect', join(tmp.path, 'missing.tar.zst')]);
+    assert.match(missing.stderr, /^error \[io_failure\]: /);
+
+    writeFileSync(join(tmp.path, 'exists'), '');
+    const rm = await run(['pack', roots.stateRoot, join(tmp.path, 'src', 'state'), '-o', join(tmp.path, 'exists'), '--session-id', 's']);
+    assert.equal(rm.code, 1);
+    assert.match(rm.stderr, /error \[destination_exists\]/);
+  });
+
+  it('reports usage errors with exit 2', async () => {
+    for (const argv of [[], ['nope'], ['pack', roots.stateRoot], ['pack', roots.stateRoot, roots.workspaceRoot, '-o', 'x'], ['inspect'], ['inspect', 'f', '--expected-digest', 'SHA256:x'], ['hydrate', 'f', 'd'], ['inspect', 'f', '--bogus']]) {
+      const r = await run(argv);
+      assert.equal(r.code, 2, `${argv.join(' ')}: ${r.stderr}`);
+      assert.match(r.stderr, /usage/);
+    }
+    const help = await run(['--help']);
+    assert.equal(help.code, 0);
+    assert.match(help.stdout, /bundle pack/);
+  });
+});

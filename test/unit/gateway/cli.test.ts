@@ -1,0 +1,107 @@
+// The CLI as a person and a script use it: `sandbox create` starts the daemon on demand,
+// `exec` returns the command's exit code, `close` drains and `artifacts --json` lists verified
+// artifacts; `doctor` names each backend and why one does not work.
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { Writable } from 'node:stream';
+import { runDoctorCommand } from '../../../server/cli/doctor';
+import { runSandboxCommand } from '../../../server/cli/sandbox';
+import { stopGateway } from '../../../server/gateway/daemonClient';
+import { BubblewrapBackend } from '../../../server/local/bubblewrapBackend';
+
+const ROOT = path.resolve(__dirname, '../../..');
+const GATEWAY = [process.execPath, '--import', 'tsx', path.join(ROOT, 'test/fixtures/gatewayMain.ts')];
+
+function sink(): { stream: Writable; text: () => string } {
+  const chunks: Buffer[] = [];
+  return {
+    stream: new Writable({
+      write(chunk: Buffer, _enc, done) {
+        chunks.push(Buffer.from(chunk));
+        done();
+      },
+    }),
+    text: () => Buffer.concat(chunks).toString(),
+  };
+}
+
+async function sandbox(stateDir: string, args: string[]): Promise<{ code: number; out: string; err: string }> {
+  const out = sink();
+  const err = sink();
+  const code = await runSandboxCommand([...args.slice(0, 1), '--state-dir', stateDir, ...args.slice(1)], { stdout: out.stream, stderr: err.stream }, { gatewayCommand: GATEWAY });
+  return { code, out: out.text(), err: err.text() };
+}
+
+describe('CLI: sandbox and doctor', function () {
+  this.timeout(60_000);
+  let stateDir: string;
+  before(async () => {
+    stateDir = await fs.mkdtemp(path.join(os.tmpdir(), 'ss-cli-'));
+  });
+  after(async () => {
+    await stopGateway({ stateDir, timeoutMs: 5000 });
+    await fs.rm(stateDir, { recursive: true, force: true });
+  });
+
+  it('create → exec → close (Drain) → artifacts → delete', async () => {
+    const created = await sandbox(stateDir, ['create', '--name', 'cli-demo', '--env', 'GREETING=hi', '--json']);
+    assert.equal(created.code, 0, created.err);
+    const summary = JSON.parse(created.out) as { name: string; phase: string; endpoint: string };
+    assert.equal(summary.name, 'cli-demo');
+    assert.equal(summary.phase, 'Ready');
+
+    const ok = await sandbox(stateDir, ['exec', 'cli-demo', '--shell', 'printf "$GREETING" > "$KRUNTIME_ARTIFACTS_DIR/greeting.txt"; echo out; echo err >&2; exit 7']);
+    assert.equal(ok.code, 7);
+    assert.equal(ok.out, 'out\n');
+    assert.equal(ok.err, 'err\n');
+    const asJson = await sandbox(stateDir, ['exec', 'cli-demo', '--json', '--', 'echo', 'hello']);
+    assert.deepEqual(JSON.parse(asJson.out), { exitCode: 0, stdout: 'hello\n', stderr: '', timedOut: false, cancelled: false });
+    const ops = await sandbox(stateDir, ['operations', 'cli-demo', '--json']);
+    assert.equal((JSON.parse(ops.out) as unknown[]).length, 2);
+
+    const closed = await sandbox(stateDir, ['close', 'cli-demo', '--json']);
+    assert.equal(closed.code, 0, closed.err);
+    assert.equal((JSON.parse(closed.out) as { phase: string }).phase, 'Succeeded');
+    const arts = await sandbox(stateDir, ['artifacts', 'cli-demo', '--json']);
+    assert.equal(arts.code, 0, arts.err);
+    const list = JSON.parse(arts.out) as Array<{ name: string; path: string; verified: boolean }>;
+    assert.deepEqual(list.map((a) => [a.name, a.verified]), [['greeting.txt', true]]);
+    assert.equal(await fs.readFile(list[0]?.path ?? '', 'utf8'), 'hi');
+
+    const listed = await sandbox(stateDir, ['list']);
+    assert.match(listed.out, /^default\/cli-demo\tprocess\tSucceeded\tsession finalized\n$/);
+    assert.equal((await sandbox(stateDir, ['delete', 'cli-demo'])).code, 0);
+    assert.equal((await sandbox(stateDir, ['get', 'cli-demo'])).code, 1);
+  });
+
+  it('usage errors exit 2 and name the problem', async () => {
+    const r = await sandbox(stateDir, ['exec', 'x', '--bogus']);
+    assert.equal(r.code, 2);
+    assert.match(r.err, /unknown option --bogus/);
+    assert.equal((await sandbox(stateDir, ['frobnicate'])).code, 2);
+  });
+
+  it('doctor reports each backend, and why bwrap would not work', async () => {
+    const out = sink();
+    const code = await runDoctorCommand(['--json', '--state-dir', stateDir], { stdout: out.stream, stderr: sink().stream });
+    assert.equal(code, 0);
+    const checks = (JSON.parse(out.text()) as { checks: Array<{ name: string; ok: boolean; detail: string }> }).checks;
+    assert.deepEqual(checks.map((c) => c.name), ['node', 'state directory', 'local gateway', 'backend process', 'backend bubblewrap']);
+    assert.equal(checks.find((c) => c.name === 'backend process')?.ok, true);
+    const missing = await new BubblewrapBackend('/nonexistent/bwrap').probe();
+    assert.deepEqual(missing, { ok: false, reason: '/nonexistent/bwrap is not installed (Debian/Ubuntu: apt-get install bubblewrap)' });
+  });
+
+  it('the daemon entry prints usage for bad flags', async () => {
+    const res = await new Promise<{ code: number; stderr: string }>((resolve) =>
+      execFile(GATEWAY[0] as string, [...GATEWAY.slice(1), '--frob'], { cwd: ROOT, timeout: 20_000 }, (e, _o, stderr) =>
+        resolve({ code: e ? ((e as { code?: number }).code ?? 1) : 0, stderr }),
+      ),
+    );
+    assert.equal(res.code, 2);
+    assert.match(res.stderr, /unknown option --frob/);
+  });
+});

@@ -1,0 +1,121 @@
+// The companion server's sandbox methods over real stdio, on the real local runtime: create
+// (with ordered progress), open, run a command through the data plane, Drain with artifact
+// export, verified download, Immediate, and the main errors with their stable codes.
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { ResponseError } from 'vscode-jsonrpc/node';
+import { GatewayClient } from '../../../protocol/kruntimes/gatewayClient';
+import type { ProviderInfo, SandboxChanged, SandboxConnection, SandboxSummary } from '../../../protocol/sandboxes';
+import type { ProgressValue } from '../../../protocol/companion';
+import { stopGateway } from '../../../server/gateway/daemonClient';
+import { type CompanionProcess, spawnCompanion } from '../../fixtures/companionProcess';
+
+describe('companion server: sandboxes on the local runtime', function () {
+  this.timeout(60_000);
+  let work: string;
+  let server: CompanionProcess;
+  const changes: SandboxChanged[] = [];
+  const progress: { token: string | number; value: ProgressValue }[] = [];
+  let sandbox: SandboxSummary;
+
+  before(async () => {
+    work = fs.mkdtempSync(path.join(os.tmpdir(), 'companion-sandboxes-'));
+    server = spawnCompanion({ SANDBOX_SESSIONS_STATE_DIR: path.join(work, 'state') });
+    server.connection.onNotification('sandboxes/changed', (p: SandboxChanged) => changes.push(p));
+    server.connection.onNotification('$/progress', (p: { token: string | number; value: ProgressValue }) => progress.push(p));
+    await server.connection.sendRequest('initialize', { clientName: 'test', protocolVersion: 1 });
+  });
+
+  after(async () => {
+    await server.stop();
+    await stopGateway({ stateDir: path.join(work, 'state') });
+    fs.rmSync(work, { recursive: true, force: true });
+  });
+
+  const request = <T>(method: string, params: unknown) => server.connection.sendRequest(method, params) as Promise<T>;
+  const rejectsWith = async (p: Promise<unknown>, code: string, message?: RegExp) => {
+    await assert.rejects(p, (e: unknown) => {
+      assert.ok(e instanceof ResponseError, String(e));
+      assert.equal((e.data as { code: string }).code, code, e.message);
+      if (message) assert.match(e.message, message);
+      return true;
+    });
+  };
+
+  it('lists the local provider with the process backend available', async () => {
+    const { providers } = await request<{ providers: ProviderInfo[] }>('providers/list', {});
+    const local = providers.find((p) => p.kind === 'local');
+    assert.ok(local?.available);
+    assert.ok(local.runtimes.some((r) => r.name === 'process' && r.available));
+  });
+
+  it('creates a sandbox, reporting progress in order and ending at 100%', async () => {
+    ({ sandbox } = await request<{ sandbox: SandboxSummary }>('sandboxes/create', {
+      spec: { provider: 'local', runtime: 'process', namespace: 'default', idleTimeoutSeconds: 600 },
+      progressToken: 'create-1',
+    }));
+    assert.equal(sandbox.phase, 'Ready');
+    assert.equal(sandbox.idleTimeoutSeconds, 600);
+    const mine = progress.filter((p) => p.token === 'create-1').map((p) => p.value);
+    assert.ok(mine.length >= 2, JSON.stringify(mine));
+    assert.deepEqual(mine.at(-1), { phase: 'done', percent: 100 });
+    assert.deepEqual(
+      mine.slice(0, -1).map((v) => v.phase),
+      ['creating', 'starting'],
+    );
+  });
+
+  it('opens it for the data plane and runs a command through the gateway', async () => {
+    const connection = await request<SandboxConnection>('sandboxes/open', { ref: sandbox.ref });
+    assert.match(connection.endpoint.url, new RegExp(`/sessions/${sandbox.uid}$`));
+    const client = new GatewayClient({ endpoint: connection.endpoint, token: connection.token });
+    try {
+      const out = await client.runCommand({ argv: ['sh', '-c', 'printf hi; printf report > "$KRUNTIME_ARTIFACTS_DIR/report.txt"'] });
+      assert.equal(out.stdout.toString(), 'hi');
+      assert.equal(out.exitCode, 0);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('closes it with Drain, exports the artifact and downloads it verified', async () => {
+    const { sandbox: closed } = await request<{ sandbox: SandboxSummary }>('sandboxes/terminate', { ref: sandbox.ref, mode: 'Drain' });
+    assert.equal(closed.phase, 'Succeeded');
+    assert.deepEqual(closed.artifacts?.map((a) => a.name), ['report.txt']);
+    const destination = path.join(work, 'downloads');
+    const { artifacts } = await request<{ artifacts: { name: string; path: string; digest: string }[] }>('sandboxes/artifacts/download', {
+      ref: sandbox.ref,
+      destination,
+    });
+    assert.equal(artifacts.length, 1);
+    assert.equal(fs.readFileSync(path.join(destination, 'report.txt'), 'utf8'), 'report');
+    assert.equal(artifacts[0]!.digest, closed.artifacts![0]!.digest);
+    assert.ok(changes.some((c) => c.sandbox.key === sandbox.key && c.sandbox.phase === 'Succeeded'), 'a sandboxes/changed for Succeeded');
+  });
+
+  it('refuses to open a finished sandbox, with the SDK wording', async () => {
+    await rejectsWith(request('sandboxes/open', { ref: sandbox.ref }), 'not_ready', /Session Run is not ready/);
+  });
+
+  it('answers not_found for an unknown sandbox and invalid_params for a bad reference', async () => {
+    await rejectsWith(request('sandboxes/get', { ref: { ...sandbox.ref, name: 'no-such-sandbox' } }), 'not_found');
+    await rejectsWith(request('sandboxes/get', { ref: { ...sandbox.ref, name: '../etc' } }), 'invalid_params');
+  });
+
+  it('cancels with Immediate and refuses the downgrade to Drain', async () => {
+    const { sandbox: second } = await request<{ sandbox: SandboxSummary }>('sandboxes/create', {
+      spec: { provider: 'local', runtime: 'process', namespace: 'default' },
+    });
+    const { sandbox: cancelled } = await request<{ sandbox: SandboxSummary }>('sandboxes/terminate', { ref: second.ref, mode: 'Immediate' });
+    assert.equal(cancelled.phase, 'Cancelled');
+    await rejectsWith(
+      request('sandboxes/terminate', { ref: second.ref, mode: 'Drain' }),
+      'not_ready',
+      /termination may not be removed, downgraded, or changed except from Drain to Immediate/,
+    );
+    await request('sandboxes/delete', { ref: second.ref });
+    await rejectsWith(request('sandboxes/get', { ref: second.ref }), 'not_found');
+  });
+});
