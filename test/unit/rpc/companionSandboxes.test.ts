@@ -23,8 +23,12 @@ describe('companion server: sandboxes on the local runtime', function () {
   before(async () => {
     work = fs.mkdtempSync(path.join(os.tmpdir(), 'companion-sandboxes-'));
     server = spawnCompanion({ SANDBOX_SESSIONS_STATE_DIR: path.join(work, 'state') });
-    server.connection.onNotification('sandboxes/changed', (p: SandboxChanged) => changes.push(p));
-    server.connection.onNotification('$/progress', (p: { token: string | number; value: ProgressValue }) => progress.push(p));
+    server.connection.onNotification('sandboxes/changed', (p: SandboxChanged) => {
+      changes.push(p);
+    });
+    server.connection.onNotification('$/progress', (p: { token: string | number; value: ProgressValue }) => {
+      progress.push(p);
+    });
     await server.connection.sendRequest('initialize', { clientName: 'test', protocolVersion: 1 });
   });
 
