@@ -8,7 +8,7 @@ import { registerSandboxCommands } from './commands/sandboxCommands';
 import { SANDBOX_SCHEME, SandboxFileSystemProvider, sandboxUri } from './fs/sandboxFileSystemProvider';
 import { takePendingOpen } from './sandboxes/pendingOpen';
 import { SandboxRegistry } from './sandboxes/registry';
-import { sandboxTerminalOptions, SandboxTaskTerminal, type TerminalFactoryDeps } from './terminal/sandboxPseudoterminal';
+import { SandboxPseudoterminal, sandboxTerminalOptions, SandboxTaskTerminal, type TerminalFactoryDeps } from './terminal/sandboxPseudoterminal';
 import { SandboxStatusBar } from './views/statusBar';
 import { SandboxTreeProvider } from './views/sandboxTree';
 
@@ -17,6 +17,9 @@ export interface SandboxSessionsApi {
   companion: CompanionClient;
   registry: SandboxRegistry;
   fileSystem: SandboxFileSystemProvider;
+  tree: SandboxTreeProvider;
+  /** What a Sandbox terminal has shown (last 64 KiB), or undefined for other terminals. */
+  terminalTranscript(terminal: vscode.Terminal): string | undefined;
 }
 
 export async function activate(context: vscode.ExtensionContext): Promise<SandboxSessionsApi | undefined> {
@@ -70,7 +73,16 @@ export async function activate(context: vscode.ExtensionContext): Promise<Sandbo
   }
   await finishPendingOpen(context, registry, terminals, log);
   log.info('activated');
-  return { companion, registry, fileSystem };
+  return {
+    companion,
+    registry,
+    fileSystem,
+    tree,
+    terminalTranscript: (terminal) => {
+      const options = terminal.creationOptions as Partial<vscode.ExtensionTerminalOptions>;
+      return options.pty instanceof SandboxPseudoterminal ? options.pty.transcript : undefined;
+    },
+  };
 }
 
 async function refreshKey(registry: SandboxRegistry, key: string): Promise<void> {

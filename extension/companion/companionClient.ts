@@ -3,7 +3,7 @@
 // results are parsed before use.
 import zlib from 'node:zlib';
 import * as vscode from 'vscode';
-import { LanguageClient, ProgressType, ResponseError, TransportKind, type ServerOptions } from 'vscode-languageclient/node';
+import { LanguageClient, ParameterStructures, ProgressType, RequestType, ResponseError, TransportKind, type ServerOptions } from 'vscode-languageclient/node';
 import type { z } from 'zod';
 import {
   type CompanionErrorCode,
@@ -79,11 +79,10 @@ export class CompanionClient implements vscode.Disposable {
       });
     }
     try {
-      const raw: unknown = await this.client.sendRequest(
-        method,
-        progressToken !== undefined ? { ...(params as object), progressToken } : params,
-        options.token,
-      );
+      // byName: params travel as one JSON object, never wrapped in an array.
+      const type = new RequestType<object, unknown, unknown>(method, ParameterStructures.byName);
+      const body = progressToken !== undefined ? { ...(params as object), progressToken } : ((params ?? {}) as object);
+      const raw: unknown = await this.client.sendRequest(type, body, options.token);
       const parsed = definition.result.safeParse(raw);
       if (!parsed.success) throw new CompanionRequestError('internal', `the companion server answered ${method} with an unexpected result`);
       return parsed.data as RequestResult<M>;

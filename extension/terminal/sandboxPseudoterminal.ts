@@ -9,17 +9,24 @@ import { exitSummary, TerminalSession } from './terminalSession';
 
 const INTRODUCED_KEY = 'sandboxSessions.terminal.introduced';
 
+const TRANSCRIPT_LIMIT = 64 * 1024;
+
 export class SandboxPseudoterminal implements vscode.Pseudoterminal {
   private readonly writeEmitter = new vscode.EventEmitter<string>();
   private readonly closeEmitter = new vscode.EventEmitter<number | void>();
   readonly onDidWrite = this.writeEmitter.event;
   readonly onDidClose = this.closeEmitter.event;
   readonly session: TerminalSession;
+  /** The last 64 KiB written to the terminal (for diagnostics and the integration tests). */
+  transcript = '';
 
   constructor(connection: SandboxConnection, options: { showIntroduction: boolean; cwd?: string; onCommandFinished?: (cwd: string) => void }) {
     this.session = new TerminalSession({
       connection,
-      write: (d) => this.writeEmitter.fire(d),
+      write: (d) => {
+        this.transcript = (this.transcript + d).slice(-TRANSCRIPT_LIMIT);
+        this.writeEmitter.fire(d);
+      },
       close: (code) => this.closeEmitter.fire(code),
       showIntroduction: options.showIntroduction,
       ...(options.cwd !== undefined ? { initialCwd: options.cwd } : {}),

@@ -10,7 +10,8 @@ import type { ProviderKind } from '../../protocol/sandboxes';
 import type { CommandIo } from './io';
 
 export async function runServerCommand(argv: string[], io: CommandIo): Promise<number> {
-  const { values } = parseArgs({ args: argv, options: { stdio: { type: 'boolean' } }, strict: true });
+  // --clientProcessId is what vscode-languageclient passes: the server ends when its editor does.
+  const { values } = parseArgs({ args: argv, options: { stdio: { type: 'boolean' }, clientProcessId: { type: 'string' } }, strict: true });
   if (!values.stdio) {
     io.stderr.write('usage: sandbox-sessions server --stdio\n');
     return 2;
@@ -23,7 +24,21 @@ export async function runServerCommand(argv: string[], io: CommandIo): Promise<n
   const stopWatches = [...providers.values()].map((p) =>
     p.watch((change) => void server.notify('sandboxes/changed', { sandbox: change.sandbox, ...(change.removed ? { removed: true } : {}) })),
   );
+  const clientPid = values.clientProcessId !== undefined ? Number(values.clientProcessId) : undefined;
+  const orphanCheck =
+    clientPid !== undefined && Number.isInteger(clientPid) && clientPid > 0
+      ? setInterval(() => {
+          try {
+            process.kill(clientPid, 0);
+          } catch {
+            log.warn('the editor process is gone; exiting', { clientPid });
+            server.dispose();
+            process.exit(0);
+          }
+        }, 3000).unref()
+      : undefined;
   await server.closed;
+  if (orphanCheck) clearInterval(orphanCheck);
   for (const stop of stopWatches) stop();
   log.info('client closed the connection; exiting');
   server.dispose();

@@ -1,0 +1,113 @@
+// The `sandbox:` file system inside a real VS Code, against the real companion server and
+// local gateway: round trips, error mapping, files larger than one gateway call, read-only
+// while Finalizing, and no stat storm on a 2,000-file folder.
+import assert from 'node:assert/strict';
+import * as vscode from 'vscode';
+import type { SandboxSummary } from '../../../protocol/sandboxes';
+import { api, newLocalSandbox, until } from './helpers';
+
+const text = (s: string) => new TextEncoder().encode(s);
+const read = async (uri: vscode.Uri) => new TextDecoder().decode(await vscode.workspace.fs.readFile(uri));
+
+describe('sandbox: file system', () => {
+  let sandbox: SandboxSummary;
+  const uri = (p = '') => vscode.Uri.from({ scheme: 'sandbox', authority: sandbox.key, path: `/${p}` });
+
+  before(async () => {
+    sandbox = await newLocalSandbox();
+  });
+
+  it('writes, stats, reads, lists, renames and deletes', async () => {
+    await vscode.workspace.fs.createDirectory(uri('src'));
+    await vscode.workspace.fs.writeFile(uri('src/hello.txt'), text('hello sandbox\n'));
+    assert.equal(await read(uri('src/hello.txt')), 'hello sandbox\n');
+    const stat = await vscode.workspace.fs.stat(uri('src/hello.txt'));
+    assert.equal(stat.type, vscode.FileType.File);
+    assert.equal(stat.size, 14);
+    assert.deepEqual(await vscode.workspace.fs.readDirectory(uri('src')), [['hello.txt', vscode.FileType.File]]);
+    await vscode.workspace.fs.rename(uri('src/hello.txt'), uri('src/renamed.txt'));
+    assert.equal(await read(uri('src/renamed.txt')), 'hello sandbox\n');
+    await assert.rejects(Promise.resolve(vscode.workspace.fs.stat(uri('src/hello.txt'))), (e: unknown) => (e as vscode.FileSystemError).code === 'FileNotFound');
+    await vscode.workspace.fs.delete(uri('src'), { recursive: true });
+    await assert.rejects(Promise.resolve(vscode.workspace.fs.stat(uri('src'))), (e: unknown) => (e as vscode.FileSystemError).code === 'FileNotFound');
+  });
+
+  it('moves mtime forward on every write, even when the size stays the same', async () => {
+    await vscode.workspace.fs.writeFile(uri('m.txt'), text('aaaa'));
+    const first = await vscode.workspace.fs.stat(uri('m.txt'));
+    await vscode.workspace.fs.writeFile(uri('m.txt'), text('bbbb'));
+    const second = await vscode.workspace.fs.stat(uri('m.txt'));
+    assert.ok(second.mtime > first.mtime, `${second.mtime} > ${first.mtime}`);
+    assert.equal(await read(uri('m.txt')), 'bbbb');
+  });
+
+  it('maps errors to FileSystemError codes', async () => {
+    const code = async (p: Thenable<unknown>) => {
+      try {
+        await p;
+      } catch (e) {
+        return (e as vscode.FileSystemError).code;
+      }
+      return 'no error';
+    };
+    assert.equal(await code(vscode.workspace.fs.readFile(uri('missing.txt'))), 'FileNotFound');
+    await vscode.workspace.fs.writeFile(uri('a.txt'), text('a'));
+    await vscode.workspace.fs.writeFile(uri('b.txt'), text('b'));
+    assert.equal(await code(vscode.workspace.fs.rename(uri('a.txt'), uri('b.txt'), { overwrite: false })), 'FileExists');
+    await vscode.workspace.fs.rename(uri('a.txt'), uri('b.txt'), { overwrite: true });
+    assert.equal(await read(uri('b.txt')), 'a');
+  });
+
+  it('reads and writes a file larger than one gateway call (2 MB)', async () => {
+    const big = new Uint8Array(2 * 1024 * 1024 + 123);
+    for (let i = 0; i < big.length; i++) big[i] = (i * 31 + (i >> 9)) & 0xff;
+    await vscode.workspace.fs.writeFile(uri('big.bin'), big);
+    const back = await vscode.workspace.fs.readFile(uri('big.bin'));
+    assert.equal(back.length, big.length);
+    assert.ok(Buffer.from(back).equals(Buffer.from(big)), 'same bytes');
+    const names = (await vscode.workspace.fs.readDirectory(uri())).map(([n]) => n);
+    assert.ok(!names.some((n) => n.includes('sandbox-upload')), `no part files left: ${names.join(', ')}`);
+  });
+
+  it('serves a 2,000-file folder with fewer than 3 listing calls and no per-entry stats', async () => {
+    const exported = await api();
+    const connection = exported.registry.connection(sandbox.key)!;
+    const client = await connection.client();
+    const made = await client.runCommand({ shell: 'mkdir many && cd many && for i in $(seq 1 2000); do : > f$i.txt; done' });
+    assert.equal(made.exitCode, 0, made.stderr.toString());
+    // What the Sandbox terminal does after each command: tell the file system where it ran.
+    exported.fileSystem.commandRanIn(sandbox.key, '');
+    const files = exported.fileSystem.filesOf(sandbox.key);
+    const before = { ...files.counters };
+    const entries = await vscode.workspace.fs.readDirectory(uri('many'));
+    assert.equal(entries.length, 2000);
+    // What the explorer and other extensions do next: stat each entry, and probe for config files.
+    await Promise.all(entries.map(([name]) => vscode.workspace.fs.stat(uri(`many/${name}`))));
+    for (const probe of ['.vscode', '.git', 'node_modules', 'package.json']) {
+      await Promise.resolve(vscode.workspace.fs.stat(uri(`many/${probe}`))).catch(() => undefined);
+    }
+    const listCalls = files.counters.listPages - before.listPages;
+    assert.ok(listCalls < 3, `listing calls: ${listCalls}`);
+    assert.equal(files.counters.reads - before.reads, 0, 'no per-entry reads');
+  });
+
+  it('is read-only while the sandbox is Finalizing (Drain), then refuses writes', async () => {
+    const exported = await api();
+    const other = await newLocalSandbox();
+    const otherUri = (p: string) => vscode.Uri.from({ scheme: 'sandbox', authority: other.key, path: `/${p}` });
+    await vscode.workspace.fs.writeFile(otherUri('keep.txt'), text('keep'));
+    const client = await exported.registry.connection(other.key)!.client();
+    const running = client.runCommand({ argv: ['sleep', '3'] });
+    await new Promise((r) => setTimeout(r, 300));
+    await exported.companion.request('sandboxes/terminate', { ref: other.ref, mode: 'Drain', wait: false });
+    await until(() => exported.registry.summary(other.key)?.phase === 'Finalizing', 'the Finalizing phase');
+    const stat = await vscode.workspace.fs.stat(otherUri('keep.txt'));
+    assert.equal(stat.permissions, vscode.FilePermission.Readonly);
+    await assert.rejects(Promise.resolve(vscode.workspace.fs.writeFile(otherUri('keep.txt'), text('changed'))), (e: unknown) => {
+      assert.equal((e as vscode.FileSystemError).code, 'NoPermissions');
+      assert.match((e as Error).message, /closing \(Drain\)/);
+      return true;
+    });
+    assert.equal((await running).exitCode, 0, 'the accepted command still completes');
+  });
+});

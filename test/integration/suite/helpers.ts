@@ -1,0 +1,39 @@
+// Shared helpers of the integration suite (runs inside the real extension host).
+import * as vscode from 'vscode';
+import type { SandboxSessionsApi } from '../../../extension/extension';
+import type { SandboxSummary } from '../../../protocol/sandboxes';
+
+export const EXTENSION_ID = 'sandbox-sessions.sandbox-sessions';
+
+export async function api(): Promise<SandboxSessionsApi> {
+  const extension = vscode.extensions.getExtension<SandboxSessionsApi | undefined>(EXTENSION_ID);
+  if (!extension) throw new Error(`${EXTENSION_ID} is not loaded`);
+  const exported = await extension.activate();
+  if (!exported) throw new Error('the extension did not start its companion server (see the Sandbox Sessions log)');
+  return exported;
+}
+
+/** Creates a Ready local sandbox through the extension's own command (no folder is opened). */
+export async function newLocalSandbox(): Promise<SandboxSummary> {
+  const created = await vscode.commands.executeCommand<SandboxSummary | undefined>('sandboxSessions.newSandbox', {
+    provider: 'local',
+    runtime: 'process',
+    open: false,
+  });
+  if (!created) throw new Error('sandboxSessions.newSandbox returned nothing');
+  return created;
+}
+
+export async function until(condition: () => boolean | Promise<boolean>, what: string, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** Removes VT escape sequences so terminal text can be matched. */
+export function plain(text: string): string {
+  // eslint-disable-next-line no-control-regex -- terminal output is control sequences
+  return text.replace(/\x1b\[[0-9;?]*[A-Za-z]/g, '');
+}

@@ -1,0 +1,70 @@
+// The Sandbox terminal in a real VS Code: keystrokes in (sendText feeds the Pseudoterminal's
+// handleInput), the terminal's screen out: a command, a failing exit code, cd, and Ctrl+C
+// stopping `sleep 60`.
+import assert from 'node:assert/strict';
+import * as vscode from 'vscode';
+import type { SandboxSummary } from '../../../protocol/sandboxes';
+import { api, newLocalSandbox, plain, until } from './helpers';
+
+describe('Sandbox terminal', () => {
+  let sandbox: SandboxSummary;
+  let terminal: vscode.Terminal;
+  const screen = async () => plain((await api()).terminalTranscript(terminal) ?? '');
+  const typeLine = (line: string) => terminal.sendText(line, true);
+  // A new prompt starts a line; the line editor's redraws of the same prompt start with a bare \r.
+  const promptCount = async () => (await screen()).split(`\n${sandbox.ref.name}:`).length - 1;
+
+  before(async () => {
+    sandbox = await newLocalSandbox();
+    const t = await vscode.commands.executeCommand<vscode.Terminal | undefined>('sandboxSessions.openTerminal', sandbox.key);
+    assert.ok(t, 'a terminal was opened');
+    terminal = t;
+    await until(async () => (await screen()).includes(`${sandbox.ref.name}:/$ `), 'the prompt');
+  });
+  after(() => terminal?.dispose());
+
+  it('runs a command and shows its output', async () => {
+    const prompts = await promptCount();
+    typeLine('echo hello-from-sandbox');
+    await until(async () => (await promptCount()) > prompts, 'the next prompt');
+    assert.match(await screen(), /hello-from-sandbox\r\n/);
+  });
+
+  it('shows the exit code of a failing command', async () => {
+    const prompts = await promptCount();
+    typeLine("sh -c 'exit 7'");
+    await until(async () => (await promptCount()) > prompts, 'the next prompt');
+    assert.match(await screen(), /\[exit 7\]/);
+  });
+
+  it('tracks cd and runs later commands in that directory', async () => {
+    let prompts = await promptCount();
+    typeLine('mkdir -p deep/er');
+    await until(async () => (await promptCount()) > prompts, 'mkdir');
+    prompts = await promptCount();
+    typeLine('cd deep/er');
+    await until(async () => (await screen()).endsWith(`${sandbox.ref.name}:/deep/er$ `), 'the cd prompt');
+    prompts = await promptCount();
+    typeLine('pwd');
+    await until(async () => (await promptCount()) > prompts, 'pwd');
+    assert.match(await screen(), /\/deep\/er\r\n/);
+    typeLine('cd ..');
+    await until(async () => (await screen()).endsWith(`${sandbox.ref.name}:/deep$ `), 'cd ..');
+  });
+
+  it('stops `sleep 60` on Ctrl+C', async () => {
+    const prompts = await promptCount();
+    const started = Date.now();
+    typeLine('sleep 60');
+    await new Promise((r) => setTimeout(r, 700));
+    terminal.sendText('\x03', false);
+    await until(async () => (await promptCount()) > prompts, 'the prompt after Ctrl+C', 10_000);
+    assert.ok(Date.now() - started < 10_000, 'well before 60 s');
+    assert.match(await screen(), /\^C\r\n\[cancelled\]/);
+    // The sandbox is usable right after.
+    const after = await promptCount();
+    typeLine('echo still-here');
+    await until(async () => (await promptCount()) > after, 'the next command');
+    assert.match(await screen(), /still-here/);
+  });
+});

@@ -1,0 +1,45 @@
+// The Sandboxes view in a real VS Code: one item per sandbox with the icon, description and
+// context value of its phase, for every phase a Run can be in.
+import assert from 'node:assert/strict';
+import * as vscode from 'vscode';
+import type { RunPhase } from '../../../protocol/kruntimes/run';
+import type { SandboxSummary } from '../../../protocol/sandboxes';
+import { api, newLocalSandbox } from './helpers';
+
+const PHASES: RunPhase[] = ['Pending', 'Scheduled', 'Running', 'Ready', 'Finalizing', 'Succeeded', 'Failed', 'Timeout', 'Cancelled'];
+
+describe('Sandboxes view', () => {
+  it('shows a sandbox in each phase with its icon, reason and actions', async () => {
+    const { tree } = await api();
+    const base: SandboxSummary = {
+      ref: { provider: 'local', context: 'local', namespace: 'default', name: 'sbx-view' },
+      key: 'local.local.default.sbx-view',
+      runtime: 'process',
+    };
+    const icons = new Set<string>();
+    for (const phase of PHASES) {
+      const item = tree.getTreeItem({ kind: 'sandbox', sandbox: { ...base, phase, reason: phase === 'Failed' ? 'ExecutionLost' : undefined } });
+      assert.equal(item.label, 'sbx-view');
+      assert.match(String(item.description), new RegExp(`^${phase}`));
+      assert.equal(item.contextValue, `sandbox.${phase}`);
+      icons.add((item.iconPath as vscode.ThemeIcon).id);
+      assert.match((item.tooltip as vscode.MarkdownString).value, new RegExp(phase));
+      if (phase === 'Failed') assert.match(String(item.description), /ExecutionLost/);
+      assert.equal(item.command !== undefined, phase === 'Ready', `${phase}: click opens only when Ready`);
+    }
+    assert.ok(icons.size >= 7, `distinct phase icons: ${[...icons].join(', ')}`);
+  });
+
+  it('lists a new sandbox under Local → default', async () => {
+    const created = await newLocalSandbox();
+    const { tree } = await api();
+    const roots = await tree.getChildren();
+    const local = roots.find((n) => n.kind === 'provider' && n.provider.kind === 'local');
+    assert.ok(local);
+    const namespaces = await tree.getChildren(local);
+    const ns = namespaces.find((n) => n.kind === 'namespace' && n.namespace === 'default');
+    assert.ok(ns);
+    const sandboxes = await tree.getChildren(ns);
+    assert.ok(sandboxes.some((n) => n.kind === 'sandbox' && n.sandbox.key === created.key && n.sandbox.phase === 'Ready'));
+  });
+});
