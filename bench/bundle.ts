@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { DEFAULT_PEOPLE_LIMITS } from '../protocol/bundle';
-import { hydrateSessionBundle, packSessionBundle } from '../server/bundle';
+import { hydrateSessionBundle, inspectSessionBundle, packSessionBundle } from '../server/bundle';
 
 const SESSION = 'bench-session';
 
@@ -89,6 +89,8 @@ async function child(mode: string, a: string, b: string): Promise<void> {
       destination: b,
       limits: DEFAULT_PEOPLE_LIMITS,
     });
+  } else if (mode === 'inspect') {
+    await inspectSessionBundle({ source: { path: a }, limits: DEFAULT_PEOPLE_LIMITS });
   } else {
     await hydrateSessionBundle({ source: { path: a }, expectedSessionId: SESSION, destinationRoot: b, limits: DEFAULT_PEOPLE_LIMITS });
   }
@@ -125,7 +127,7 @@ async function main(): Promise<void> {
     const generated = generateTree(tree, files, bytes);
     console.log(`tree: ${files} files, ${(generated / 1024 / 1024).toFixed(1)} MiB (half text, half binary) — best of ${runs} runs each`);
     execFileSync('sh', ['-c', `cat $(find ${tree} -type f) > /dev/null`]); // warm the page cache for everyone
-    const best = { basePack: Infinity, codecPack: Infinity, baseHydrate: Infinity, codecHydrate: Infinity, packRss: 0, hydrateRss: 0 };
+    const best = { basePack: Infinity, codecPack: Infinity, baseHydrate: Infinity, codecHydrate: Infinity, codecInspect: Infinity, packRss: 0, hydrateRss: 0 };
     let sizes = { base: 0, codec: 0 };
     for (let r = 0; r < runs; r++) {
       const baseOut = join(work, `base-${r}.tar.zst`);
@@ -137,6 +139,7 @@ async function main(): Promise<void> {
       const baseDest = join(work, `base-h-${r}`);
       mkdirSync(baseDest);
       best.baseHydrate = Math.min(best.baseHydrate, timeShell(`zstd -d -q -c ${baseOut} | tar -xf - -C ${baseDest}`));
+      best.codecInspect = Math.min(best.codecInspect, (await runChild(['inspect', codecOut, ''])).ms);
       const hydrate = await runChild(['hydrate', codecOut, join(work, `codec-h-${r}`)]);
       best.codecHydrate = Math.min(best.codecHydrate, hydrate.ms);
       best.hydrateRss = Math.max(best.hydrateRss, hydrate.maxRssMiB);
@@ -152,6 +155,7 @@ async function main(): Promise<void> {
     console.log(`archive size: codec ${(sizes.codec / 1024 / 1024).toFixed(1)} MiB, baseline ${(sizes.base / 1024 / 1024).toFixed(1)} MiB`);
     console.log(`pack:    codec ${f(best.codecPack)} vs tar|zstd -3 ${f(best.basePack)} → ${packRatio.toFixed(2)}× (goal ≤ 1.30×) ${packRatio <= 1.3 ? 'ok' : 'MISSED'}`);
     console.log(`hydrate: codec ${f(best.codecHydrate)} vs zstd -d|tar -x ${f(best.baseHydrate)} → ${hydrateRatio.toFixed(2)}× (goal ≤ 1.50×) ${hydrateRatio <= 1.5 ? 'ok' : 'MISSED'}`);
+    console.log(`         (of which validation alone, as inspect: ${f(best.codecInspect)}; the rest is creating and fsyncing files)`);
     const rss = Math.max(best.packRss, best.hydrateRss);
     console.log(`peak RSS: pack ${best.packRss.toFixed(0)} MiB, hydrate ${best.hydrateRss.toFixed(0)} MiB (goal < 200 MB) ${rss * 1.048576 < 200 ? 'ok' : 'MISSED'}`);
   } finally {

@@ -6,6 +6,7 @@ import { parseSandboxKey } from '../protocol/sandboxes';
 import { CompanionClient } from './companion/companionClient';
 import { registerSandboxCommands } from './commands/sandboxCommands';
 import { SANDBOX_SCHEME, SandboxFileSystemProvider, sandboxUri } from './fs/sandboxFileSystemProvider';
+import { activeSandboxKey } from './sandboxes/activeSandbox';
 import { takePendingOpen } from './sandboxes/pendingOpen';
 import { SandboxRegistry } from './sandboxes/registry';
 import { SandboxPseudoterminal, sandboxTerminalOptions, SandboxTaskTerminal, type TerminalFactoryDeps } from './terminal/sandboxPseudoterminal';
@@ -88,12 +89,6 @@ export async function activate(context: vscode.ExtensionContext): Promise<Sandbo
 async function refreshKey(registry: SandboxRegistry, key: string): Promise<void> {
   const ref = parseSandboxKey(key);
   if (ref) await registry.refresh(ref).catch(() => undefined);
-}
-
-function activeSandboxKey(): string | undefined {
-  const uri = vscode.window.activeTextEditor?.document.uri;
-  if (uri?.scheme === SANDBOX_SCHEME) return uri.authority;
-  return vscode.workspace.workspaceFolders?.find((f) => f.uri.scheme === SANDBOX_SCHEME)?.uri.authority;
 }
 
 async function pickReadySandbox(registry: SandboxRegistry): Promise<string | undefined> {

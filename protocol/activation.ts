@@ -1,6 +1,8 @@
 // Maka's activation contract (spec §10): the ActivationRequest written as a JSON file for
 // `maka activate`, its JSONL events on stdout, and the terminal outcomes with exit codes.
 import { z } from 'zod';
+import { IdentifierSchema, SessionRevisionRefSchema } from './repository';
+import { SandboxCreateSpecSchema } from './sandboxes';
 
 const nonBlank = z.string().refine((s) => s.trim() !== '', { message: 'must be a non-blank string' });
 
@@ -91,8 +93,67 @@ export const ActivationResultSchema = z.object({
   error: z.object({ code: z.string(), message: z.string() }).optional(),
   /** True when the stored outcome of an earlier run of this activation id was returned. */
   deduplicated: z.boolean(),
+  /** Which attempt of this activation id produced the result (1 on the first run). */
+  attempt: z.number().int().min(1).optional(),
 });
 export type ActivationResult = z.infer<typeof ActivationResultSchema>;
+
+/** Stable codes of `ActivationError` (refusals, thrown) and of `ActivationResult.error` (not committed, returned). */
+export const ActivationErrorCodeSchema = z.enum([
+  'invalid_request',
+  'idempotency_conflict',
+  'activation_in_progress',
+  'session_busy',
+  'revision_conflict',
+  'ownership_lost',
+  'sandbox_failed',
+  'sandbox_lost',
+  'agent_failed',
+  'agent_protocol_error',
+  'activation_timeout',
+  'activation_cancelled',
+  'policy_rejected',
+  'bundle_failed',
+  'repository_failed',
+  'source_revision_not_available',
+  'fork_failed',
+]);
+export type ActivationErrorCode = z.infer<typeof ActivationErrorCodeSchema>;
+
+/** `activations/run` params: one agent turn of a Session in a fresh sandbox. */
+export const ActivationRunRequestSchema = z.strictObject({
+  sessionId: IdentifierSchema,
+  /** Idempotency key: a committed id returns its stored outcome and runs nothing. */
+  activationId: IdentifierSchema,
+  stimulus: StimulusSchema,
+  /** The agent of a Session created by this activation (ignored when the Session exists). */
+  agentId: IdentifierSchema.optional(),
+  /** Where the fresh sandbox comes from; its name is generated. */
+  sandbox: SandboxCreateSpecSchema.omit({ name: true, env: true }),
+});
+export type ActivationRunRequest = z.infer<typeof ActivationRunRequestSchema>;
+
+/** `sessions/fork` params (spec §11): an explicit, retained source revision; never "latest". */
+export const ForkRequestSchema = z.strictObject({
+  forkId: IdentifierSchema,
+  source: SessionRevisionRefSchema,
+  /** Default: derived from forkId, so a retry names the same target. */
+  targetSessionId: IdentifierSchema.optional(),
+});
+export type ForkRequest = z.infer<typeof ForkRequestSchema>;
+
+export const ForkResultSchema = z.strictObject({
+  forkId: IdentifierSchema,
+  target: SessionRevisionRefSchema,
+  forkedFrom: SessionRevisionRefSchema,
+  /** What the re-key hook did to the state identity (e.g. rewrote makaSessionId, or left an unknown media type as is). */
+  rekey: z.strictObject({
+    mediaType: z.string(),
+    changed: z.boolean(),
+    note: z.string(),
+  }),
+});
+export type ForkResult = z.infer<typeof ForkResultSchema>;
 
 /** Splits JSONL text into validated activation events; a malformed line is an error naming it. */
 export function parseActivationLine(line: string): ActivationEvent {

@@ -4,6 +4,20 @@
 import { z } from 'zod';
 import { RunSchema, TerminationModeSchema } from './kruntimes/run';
 import {
+  SessionBundleArtifactSchema,
+  SessionBundleHydrationSchema,
+  SessionBundleInspectionSchema,
+  Sha256DigestSchema,
+  WorkspaceSnapshotReportSchema,
+} from './bundle';
+import {
+  CommittedSessionRevisionSchema,
+  IdentifierSchema,
+  RevisionSchema,
+  RevisionSummarySchema,
+  SessionSummarySchema,
+} from './repository';
+import {
   DownloadedArtifactSchema,
   ProviderInfoSchema,
   ProviderKindSchema,
@@ -327,6 +341,207 @@ export const companionMethods = {
             digest: 'sha256:1f2ec52b774368781bed1d1fb140a92e0eb6348090619c9291f9a5a3c8e8d151',
           },
         ],
+      },
+    },
+  }),
+  'bundles/pack': defineMethod('bundles/pack', {
+    description:
+      'Packs a state directory and a workspace into a Session Bundle (Maka bundle v1). The workspace is snapshotted ' +
+      'first under the V1 policy: `.git`, `node_modules`, caches and logs are left out and listed; a known secret file ' +
+      'refuses the pack (`policy_rejected`, naming the file). The destination must not exist. Cancellable; a cancelled ' +
+      'pack leaves no temp files and publishes nothing.',
+    params: withProgressToken(
+      z.object({
+        stateRoot: z.string().min(1),
+        workspaceRoot: z.string().min(1),
+        destination: z.string().min(1),
+        sessionId: IdentifierSchema,
+        lastCommittedActivationId: IdentifierSchema.optional(),
+      }),
+    ),
+    result: z.object({ artifact: SessionBundleArtifactSchema, workspace: WorkspaceSnapshotReportSchema }),
+    progress: true,
+    example: {
+      params: { stateRoot: '/home/me/s/state', workspaceRoot: '/home/me/s/workspace', destination: '/home/me/s.tar.zst', sessionId: 'cloud-session-1' },
+      result: {
+        artifact: {
+          path: '/home/me/s.tar.zst',
+          archiveDigest: 'sha256:c7c9efbe9fc8a1c84f22ec016985457d82070001c4579d5cecb1304459fed5e1',
+          compressedBytes: 676,
+          decompressedTarBytes: 8704,
+          payloadBytes: 71,
+          entryCount: 8,
+        },
+        workspace: {
+          policyVersion: 1,
+          includedEntries: 3,
+          excludedEntries: [{ path: 'node_modules', category: 'dependency_tree' }],
+          excludedEntriesByCategory: { dependency_tree: 1 },
+          payloadBytes: 21,
+        },
+      },
+    },
+  }),
+  'bundles/inspect': defineMethod('bundles/inspect', {
+    description: 'Reads and checks every byte of a bundle; returns its manifest and counts, or the codec error code that rejects it.',
+    params: withProgressToken(z.object({ path: z.string().min(1), expectedArchiveDigest: Sha256DigestSchema.optional() })),
+    result: SessionBundleInspectionSchema,
+    progress: true,
+    example: {
+      params: { path: '/home/me/s.tar.zst' },
+      result: {
+        manifest: {
+          schemaVersion: 1,
+          codec: { name: 'maka-session-bundle', version: 1, canonicalizationVersion: 1, archive: 'ustar', compression: 'zstd', compressionLevel: 3 },
+          envelope: { sessionId: 'cloud-session-1', lastCommittedActivationId: 'activation-9' },
+          stateIdentity: { path: 'state-identity.json', mediaType: 'application/vnd.maka.session-state-identity+json;version=1' },
+          payload: { statePath: 'state/', workspacePath: 'workspace/', treeDigest: 'sha256:f6811d6c3a99eeaaa4ab4f7e7a0f34c9a385ddc2c02b4f11fae56debde0e6d20', payloadBytes: 71, entryCount: 8 },
+        },
+        archiveDigest: 'sha256:c7c9efbe9fc8a1c84f22ec016985457d82070001c4579d5cecb1304459fed5e1',
+        compressedBytes: 676,
+        decompressedTarBytes: 8704,
+        payloadBytes: 71,
+        entryCount: 8,
+      },
+    },
+  }),
+  'bundles/hydrate': defineMethod('bundles/hydrate', {
+    description:
+      'Unpacks a bundle into a destination that must not exist (through a private staging directory and one atomic ' +
+      "rename), after checking it belongs to `sessionId`.",
+    params: withProgressToken(z.object({ path: z.string().min(1), sessionId: IdentifierSchema, destination: z.string().min(1) })),
+    result: SessionBundleHydrationSchema,
+    progress: true,
+    example: {
+      params: { path: '/home/me/s.tar.zst', sessionId: 'cloud-session-1', destination: '/home/me/restored' },
+      result: {
+        manifest: {
+          schemaVersion: 1,
+          codec: { name: 'maka-session-bundle', version: 1, canonicalizationVersion: 1, archive: 'ustar', compression: 'zstd', compressionLevel: 3 },
+          envelope: { sessionId: 'cloud-session-1' },
+          stateIdentity: { path: 'state-identity.json', mediaType: 'application/vnd.maka.session-state-identity+json;version=1' },
+          payload: { statePath: 'state/', workspacePath: 'workspace/', treeDigest: 'sha256:f6811d6c3a99eeaaa4ab4f7e7a0f34c9a385ddc2c02b4f11fae56debde0e6d20', payloadBytes: 71, entryCount: 8 },
+        },
+        archiveDigest: 'sha256:c7c9efbe9fc8a1c84f22ec016985457d82070001c4579d5cecb1304459fed5e1',
+        compressedBytes: 676,
+        decompressedTarBytes: 8704,
+        payloadBytes: 71,
+        entryCount: 8,
+        destinationRoot: '/home/me/restored',
+        stateRoot: '/home/me/restored/state',
+        workspaceRoot: '/home/me/restored/workspace',
+      },
+    },
+  }),
+  'sessions/list': defineMethod('sessions/list', {
+    description: 'The sessions of the configured repository (the embedded file repository, or PostgreSQL).',
+    params: z.object({}),
+    result: z.object({ sessions: z.array(SessionSummarySchema) }),
+    example: {
+      params: {},
+      result: {
+        sessions: [
+          {
+            sessionId: 'demo',
+            agentId: 'sandbox-sessions',
+            head: { sessionId: 'demo', revision: 'r2' },
+            oldestRetained: 'r1',
+            createdAt: '2026-11-29T10:00:00.000Z',
+            updatedAt: '2026-11-29T10:05:00.000Z',
+          },
+        ],
+      },
+    },
+  }),
+  'sessions/revisions': defineMethod('sessions/revisions', {
+    description: "A session's retained revisions, newest first.",
+    params: z.object({ sessionId: IdentifierSchema }),
+    result: z.object({ revisions: z.array(RevisionSummarySchema) }),
+    example: {
+      params: { sessionId: 'demo' },
+      result: {
+        revisions: [
+          {
+            ref: { sessionId: 'demo', revision: 'r1' },
+            checkpoint: {
+              manifest: { objectRef: 'maka-local-object://v1/9f2c', digest: 'sha256:0cd8b83b480b1566b63210484b536ccd9710d9c69cdc8552ebeb04c4f245e30c', bytes: 321, mediaType: 'application/vnd.maka.session-checkpoint-manifest+json;version=1' },
+              value: {
+                schemaVersion: 1,
+                compatibilityBundle: {
+                  objectRef: 'maka-local-object://v1/56aadf143fb7072bfbba169941c43f397948f3a7569524aeee5109aeb20fbecd',
+                  digest: 'sha256:c7c9efbe9fc8a1c84f22ec016985457d82070001c4579d5cecb1304459fed5e1',
+                  bytes: 676,
+                  mediaType: 'application/vnd.maka.session-bundle+tar;version=1;compression=zstd',
+                },
+              },
+            },
+            committedAt: '2026-11-29T10:00:00.000Z',
+            isHead: true,
+          },
+        ],
+      },
+    },
+  }),
+  'sessions/saveSandbox': defineMethod('sessions/saveSandbox', {
+    description:
+      "Saves a sandbox's workspace as a session revision: copied out through the gateway, snapshotted under the V1 " +
+      'policy (exclusions listed; a secret file refuses the save, named), packed and published, then `r1` of a new ' +
+      'session (no `expectedRevision`) or a compare-and-set commit on `expectedRevision` (`revision_conflict` if the ' +
+      'head moved). `commitId` makes a retry return the same revision.',
+    params: withProgressToken(
+      z.object({
+        sandbox: SandboxRefSchema,
+        sessionId: IdentifierSchema,
+        expectedRevision: RevisionSchema.optional(),
+        agentId: IdentifierSchema.optional(),
+        commitId: IdentifierSchema.optional(),
+      }),
+    ),
+    result: z.object({
+      revision: CommittedSessionRevisionSchema,
+      bundle: z.object({ digest: Sha256DigestSchema, bytes: z.number().int(), entryCount: z.number().int() }),
+      workspace: WorkspaceSnapshotReportSchema,
+    }),
+    progress: true,
+    example: {
+      params: { sandbox: { provider: 'local', context: 'local', namespace: 'default', name: 'sbx-7k2p9' }, sessionId: 'demo' },
+      result: {
+        revision: {
+          ref: { sessionId: 'demo', revision: 'r1' },
+          agentId: 'sandbox-sessions',
+          checkpoint: {
+            manifest: { objectRef: 'maka-local-object://v1/9f2c', digest: 'sha256:0cd8b83b480b1566b63210484b536ccd9710d9c69cdc8552ebeb04c4f245e30c', bytes: 321, mediaType: 'application/vnd.maka.session-checkpoint-manifest+json;version=1' },
+            value: {
+              schemaVersion: 1,
+              compatibilityBundle: {
+                objectRef: 'maka-local-object://v1/56aadf143fb7072bfbba169941c43f397948f3a7569524aeee5109aeb20fbecd',
+                digest: 'sha256:c7c9efbe9fc8a1c84f22ec016985457d82070001c4579d5cecb1304459fed5e1',
+                bytes: 676,
+                mediaType: 'application/vnd.maka.session-bundle+tar;version=1;compression=zstd',
+              },
+            },
+          },
+        },
+        bundle: { digest: 'sha256:c7c9efbe9fc8a1c84f22ec016985457d82070001c4579d5cecb1304459fed5e1', bytes: 676, entryCount: 8 },
+        workspace: { policyVersion: 1, includedEntries: 3, excludedEntries: [], excludedEntriesByCategory: {}, payloadBytes: 21 },
+      },
+    },
+  }),
+  'sessions/openInSandbox': defineMethod('sessions/openInSandbox', {
+    description: 'Opens a retained revision (default: the head) in a new sandbox: checkout (verified), hydrate, create, upload the workspace.',
+    params: withProgressToken(z.object({ sessionId: IdentifierSchema, revision: RevisionSchema.optional(), sandbox: SandboxCreateSpecSchema })),
+    result: z.object({ sandbox: SandboxSummarySchema, revision: z.object({ sessionId: IdentifierSchema, revision: RevisionSchema }) }),
+    progress: true,
+    example: {
+      params: { sessionId: 'demo', revision: 'r1', sandbox: { provider: 'local', namespace: 'default', runtime: 'process' } },
+      result: {
+        sandbox: {
+          ref: { provider: 'local', context: 'local', namespace: 'default', name: 'sbx-q4m8z' },
+          key: 'local.local.default.sbx-q4m8z',
+          runtime: 'process',
+          phase: 'Ready',
+        },
+        revision: { sessionId: 'demo', revision: 'r1' },
       },
     },
   }),

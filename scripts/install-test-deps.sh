@@ -1,31 +1,35 @@
-#!/bin/sh
-# Installs the system packages the test suite uses for real (no mocks): Debian's
-# `bubblewrap` for the local gateway's namespace backend. Idempotent; CI runs it as root on
-# Debian. Elsewhere it says what to install instead of failing the build.
-set -eu
+#!/usr/bin/env bash
+# Installs what the test suite uses for real (no mocks), from Debian's packages and the npm
+# registry only: bubblewrap (the local runtime's namespace backend), PostgreSQL (the session
+# repository's second adapter; the tests start a private cluster), Chromium and libkrb5-dev
+# (a real VS Code — code-server from npm — driven headless), then code-server itself.
+# Idempotent and quick when everything is present. `npm test` runs it first (pretest).
+set -euo pipefail
+cd "$(dirname "$0")/.."
 
-need_bwrap=1
-if command -v bwrap >/dev/null 2>&1; then need_bwrap=0; fi
+missing=()
+command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
+compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || missing+=(postgresql)
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+dpkg -s libkrb5-dev >/dev/null 2>&1 || missing+=(libkrb5-dev)
 
-if [ "$need_bwrap" -eq 0 ]; then
-  echo "install-test-deps: bubblewrap already installed ($(bwrap --version))"
-  exit 0
-fi
-
-if ! command -v apt-get >/dev/null 2>&1; then
-  echo "install-test-deps: no apt-get here; install bubblewrap with your package manager (the bubblewrap tests skip without bwrap)" >&2
-  exit 0
-fi
-
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then
-  if command -v sudo >/dev/null 2>&1; then SUDO="sudo"; else
-    echo "install-test-deps: not root and no sudo; run: apt-get install -y bubblewrap" >&2
+if [ ${#missing[@]} -gt 0 ]; then
+  if ! command -v apt-get >/dev/null 2>&1; then
+    echo "install-test-deps: missing ${missing[*]} and no apt-get here; install them with your package manager" >&2
     exit 1
   fi
+  SUDO=()
+  if [ "$(id -u)" -ne 0 ]; then
+    if command -v sudo >/dev/null 2>&1; then SUDO=(sudo); else
+      echo "install-test-deps: not root and no sudo; run as root: apt-get install -y ${missing[*]}" >&2
+      exit 1
+    fi
+  fi
+  echo "install-test-deps: installing ${missing[*]} from Debian's packages…"
+  export DEBIAN_FRONTEND=noninteractive
+  "${SUDO[@]}" apt-get update -qq
+  "${SUDO[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends bubblewrap
-echo "install-test-deps: installed $(bwrap --version)"
+bash scripts/install-vscode-host.sh
+echo "install-test-deps: bubblewrap, PostgreSQL, Chromium and code-server are ready"

@@ -9,6 +9,7 @@ import type { TerminationMode } from '../../protocol/kruntimes/run';
 import { parseSandboxKey, type ProviderInfo, type SandboxRef, type SandboxSummary } from '../../protocol/sandboxes';
 import { type CompanionClient, CompanionRequestError } from '../companion/companionClient';
 import { SANDBOX_SCHEME, sandboxUri } from '../fs/sandboxFileSystemProvider';
+import { activeSandboxKey } from '../sandboxes/activeSandbox';
 import { recordPendingOpen } from '../sandboxes/pendingOpen';
 import type { SandboxRegistry } from '../sandboxes/registry';
 import { sandboxTerminalOptions, type TerminalFactoryDeps } from '../terminal/sandboxPseudoterminal';
@@ -60,6 +61,13 @@ export function registerSandboxCommands(deps: CommandDeps): vscode.Disposable[] 
       const key = typeof target === 'string' ? target : target.authority;
       const ref = parseSandboxKey(key);
       if (ref) return registry.refresh(ref);
+    }
+    // From the palette: the sandbox the user is working in, when it fits.
+    const active = target === undefined ? activeSandboxKey() : undefined;
+    if (active) {
+      const ref = parseSandboxKey(active);
+      const current = ref ? await registry.refresh(ref).catch(() => undefined) : undefined;
+      if (current && (!phases || phases.includes(current.phase ?? 'Pending'))) return current;
     }
     const { providers } = await companion.request('providers/list', {});
     const all: SandboxSummary[] = [];

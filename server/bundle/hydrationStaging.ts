@@ -41,27 +41,38 @@ async function appendDurably(path: string, text: string, flags: number): Promise
   }
 }
 
-/** Reserve staging for `parent/destinationName`: owner record, 0700 directory, anchor, binding, anchor removed. */
+/**
+ * Reserve staging for `parent/destinationName`: owner record, 0700 directory, anchor, binding, anchor removed.
+ * If any step fails, what this call created is removed again before the error is thrown.
+ */
 export async function createHydrationStaging(parent: string, destinationName: string): Promise<HydrationStaging> {
   const token = randomUUID();
   const ownerPath = join(parent, `${stagingName(destinationName, token)}.owner.json`);
   const stagingPath = join(parent, stagingName(destinationName, token));
   await appendDurably(ownerPath, ownerLine(destinationName, token), constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL);
-  await fsyncDirectory(parent);
-  await fsp.mkdir(stagingPath, { mode: 0o700 });
-  await fsp.chmod(stagingPath, 0o700);
-  const [st, parentStat] = await Promise.all([fsp.lstat(stagingPath, { bigint: true }), fsp.stat(parent, { bigint: true })]);
-  if (st.dev !== parentStat.dev) throw new SessionBundleError('io_failure', 'staging is not on the same device as the destination parent');
-  const anchor = join(stagingPath, ANCHOR_NAME);
-  await fsp.link(ownerPath, anchor);
-  await fsyncDirectory(stagingPath);
-  await fsyncDirectory(parent);
-  await appendDurably(ownerPath, bindingLine(st.dev, st.ino), constants.O_WRONLY | constants.O_APPEND);
-  await fsp.unlink(anchor);
-  const owner = await fsp.lstat(ownerPath, { bigint: true });
-  if (owner.nlink !== 1n) throw new SessionBundleError('io_failure', 'the staging ownership record has unexpected links');
-  await fsyncDirectory(stagingPath);
-  return { parent, stagingPath, ownerPath, dev: st.dev, ino: st.ino };
+  let createdDirectory = false;
+  try {
+    await fsyncDirectory(parent);
+    await fsp.mkdir(stagingPath, { mode: 0o700 });
+    createdDirectory = true;
+    await fsp.chmod(stagingPath, 0o700);
+    const [st, parentStat] = await Promise.all([fsp.lstat(stagingPath, { bigint: true }), fsp.stat(parent, { bigint: true })]);
+    if (st.dev !== parentStat.dev) throw new SessionBundleError('io_failure', 'staging is not on the same device as the destination parent');
+    const anchor = join(stagingPath, ANCHOR_NAME);
+    await fsp.link(ownerPath, anchor);
+    await fsyncDirectory(stagingPath);
+    await fsyncDirectory(parent);
+    await appendDurably(ownerPath, bindingLine(st.dev, st.ino), constants.O_WRONLY | constants.O_APPEND);
+    await fsp.unlink(anchor);
+    const owner = await fsp.lstat(ownerPath, { bigint: true });
+    if (owner.nlink !== 1n) throw new SessionBundleError('io_failure', 'the staging ownership record has unexpected links');
+    await fsyncDirectory(stagingPath);
+    return { parent, stagingPath, ownerPath, dev: st.dev, ino: st.ino };
+  } catch (err) {
+    if (createdDirectory) await removeTree(stagingPath).catch(() => undefined);
+    await fsp.unlink(ownerPath).catch(() => undefined);
+    throw err;
+  }
 }
 
 async function removeTree(path: string): Promise<void> {

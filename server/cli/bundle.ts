@@ -1,28 +1,26 @@
 // `sandbox-sessions bundle …`: pack, inspect, hydrate and clean up Session Bundles from a terminal, with the
 // people-default limits (DEFAULT_PEOPLE_LIMITS), a progress line on stderr for long work, and every failure
 // shown as `error [code]: message`. Exit codes: 0 success, 1 failure, 2 usage.
-import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { readFile, stat } from 'node:fs/promises';
+import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { DEFAULT_PEOPLE_LIMITS, SHA256_DIGEST_PATTERN } from '../../protocol/bundle';
 import {
   cleanupHydrationStaging,
   hydrateSessionBundle,
   inspectSessionBundle,
-  packSessionBundle,
-  prepareWorkspaceSnapshot,
   SessionBundleError,
   SessionSnapshotError,
   type BundleProgress,
 } from '../bundle';
+import { defaultStateIdentity, MAKA_STATE_IDENTITY_MEDIA_TYPE, packWorkspace } from '../bundle/packWorkspace';
 
 export interface CliIo {
   stdout: NodeJS.WritableStream;
   stderr: NodeJS.WritableStream;
 }
 
-const STATE_IDENTITY_MEDIA_TYPE = 'application/vnd.maka.session-state-identity+json;version=1';
+const STATE_IDENTITY_MEDIA_TYPE = MAKA_STATE_IDENTITY_MEDIA_TYPE;
 
 export const BUNDLE_USAGE = `usage:
   sandbox-sessions bundle pack <state-dir> <workspace-dir> -o <out.tar.zst> --session-id <id>
@@ -95,39 +93,33 @@ async function pack(args: string[], io: CliIo): Promise<void> {
   const output = resolve(requireOption(values.output, 'output (-o)'));
   const sessionId = requireOption(values['session-id'], 'session-id');
   if (values['identity-media-type'] !== undefined && values['identity-file'] === undefined) throw new UsageError('--identity-media-type needs --identity-file');
-  let identity = { mediaType: STATE_IDENTITY_MEDIA_TYPE, bytes: Buffer.from(`${JSON.stringify({ schemaVersion: 1, makaSessionId: sessionId })}\n`) };
+  let identity = defaultStateIdentity(sessionId);
   if (values['identity-file'] !== undefined) {
     const size = (await stat(values['identity-file'])).size;
     if (size > DEFAULT_PEOPLE_LIMITS.maxStateIdentityBytes) throw new UsageError(`--identity-file is larger than ${formatBytes(DEFAULT_PEOPLE_LIMITS.maxStateIdentityBytes)}`);
     identity = { mediaType: values['identity-media-type'] ?? STATE_IDENTITY_MEDIA_TYPE, bytes: await readFile(values['identity-file']) };
   }
-  const stagingParent = await mkdtemp(join(tmpdir(), 'sandbox-sessions-snapshot-'));
   const progress = progressReporter(io.stderr);
   try {
-    const snapshot = await prepareWorkspaceSnapshot({ stateRoot: resolve(stateDir), workspaceRoot: resolve(workspaceDir), stagingParent });
-    try {
-      for (const e of snapshot.workspace.excludedEntries) io.stderr.write(`excluded: ${e.path} (${e.category})\n`);
-      const activation = values['last-activation-id'];
-      const artifact = await packSessionBundle({
-        stateRoot: snapshot.snapshot.stateRoot,
-        workspaceRoot: snapshot.snapshot.workspaceRoot,
-        stateIdentity: identity,
-        envelope: activation === undefined ? { sessionId } : { sessionId, lastCommittedActivationId: activation },
-        destination: output,
-        limits: DEFAULT_PEOPLE_LIMITS,
-        onProgress: progress.update,
-      });
-      progress.done();
-      io.stdout.write(
-        `packed ${artifact.path}\n  digest ${artifact.archiveDigest}\n  ${artifact.entryCount} entries, ${formatBytes(artifact.payloadBytes)} payload, ` +
-          `${formatBytes(artifact.compressedBytes)} compressed\n`,
-      );
-    } finally {
-      await snapshot.release();
-    }
+    const activation = values['last-activation-id'];
+    const { artifact, workspace } = await packWorkspace({
+      stateRoot: stateDir,
+      workspaceRoot: workspaceDir,
+      destination: output,
+      sessionId,
+      lastCommittedActivationId: activation,
+      stateIdentity: identity,
+      limits: DEFAULT_PEOPLE_LIMITS,
+      onProgress: progress.update,
+    });
+    progress.done();
+    for (const e of workspace.excludedEntries) io.stderr.write(`excluded: ${e.path} (${e.category})\n`);
+    io.stdout.write(
+      `packed ${artifact.path}\n  digest ${artifact.archiveDigest}\n  ${artifact.entryCount} entries, ${formatBytes(artifact.payloadBytes)} payload, ` +
+        `${formatBytes(artifact.compressedBytes)} compressed\n`,
+    );
   } finally {
     progress.done();
-    await rm(stagingParent, { recursive: true, force: true });
   }
 }
 

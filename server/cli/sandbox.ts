@@ -2,8 +2,10 @@
 // cancel, close (Drain, or --immediate), delete, artifacts, operations — with `--json` for
 // scripts. It finds (or starts) the local gateway daemon through the state file. `cancel`
 // still works when the daemon is gone: it kills from the command's exec record.
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
+import type { SessionOperation } from '../../protocol/kruntimes/gateway';
 import { RunSchema, isTerminalPhase, type Run } from '../../protocol/kruntimes/run';
 import { ensureGateway, findGateway } from '../gateway/daemonClient';
 import { LocalGatewayClient, endpointPathOf, LocalApiError } from '../gateway/localClient';
@@ -127,31 +129,24 @@ export async function runSandboxCommand(argv: string[], io: CliIo, opts: Sandbox
         const shell = flag(args, 'shell');
         if ((shell === undefined) === (args.rest.length === 0)) throw new UsageError('exec needs either --shell CMD or -- ARGV...');
         const timeoutMs = flag(args, 'timeout-ms');
-        const result = await client.execute(
-          endpointPathOf(run),
-          {
-            command: {
-              ...(shell !== undefined ? { shell } : { argv: args.rest }),
-              ...(flag(args, 'workdir') ? { workingDirectory: flag(args, 'workdir') } : {}),
-              ...(timeoutMs ? { timeoutMillis: Number(timeoutMs) } : {}),
-              ...(bool(args, 'isolate-network') ? { isolateNetwork: true } : {}),
-            },
+        const op = {
+          command: {
+            ...(shell !== undefined ? { shell } : { argv: args.rest }),
+            ...(flag(args, 'workdir') ? { workingDirectory: flag(args, 'workdir') } : {}),
+            ...(timeoutMs ? { timeoutMillis: Number(timeoutMs) } : {}),
+            ...(bool(args, 'isolate-network') ? { isolateNetwork: true } : {}),
           },
-          { operationId: flag(args, 'operation-id') },
-        );
+        };
+        if (!json) return await execLive(client, endpointPathOf(run), op, flag(args, 'operation-id'), io);
+        const result = await client.execute(endpointPathOf(run), op, { operationId: flag(args, 'operation-id') });
         const cmd = result.command ?? { exitCode: 0 };
-        if (json) {
-          out('', {
-            exitCode: cmd.exitCode,
-            stdout: Buffer.from(cmd.stdout ?? '', 'base64').toString('utf8'),
-            stderr: Buffer.from(cmd.stderr ?? '', 'base64').toString('utf8'),
-            timedOut: cmd.timedOut ?? false,
-            cancelled: cmd.cancelled === true,
-          });
-        } else {
-          io.stdout.write(Buffer.from(cmd.stdout ?? '', 'base64'));
-          io.stderr.write(Buffer.from(cmd.stderr ?? '', 'base64'));
-        }
+        out('', {
+          exitCode: cmd.exitCode,
+          stdout: Buffer.from(cmd.stdout ?? '', 'base64').toString('utf8'),
+          stderr: Buffer.from(cmd.stderr ?? '', 'base64').toString('utf8'),
+          timedOut: cmd.timedOut ?? false,
+          cancelled: cmd.cancelled === true,
+        });
         if (cmd.exitCode >= 0) return Math.min(cmd.exitCode, 255);
         return cmd.timedOut ? 124 : cmd.cancelled === true ? 130 : 1;
       }
@@ -210,6 +205,36 @@ export async function runSandboxCommand(argv: string[], io: CliIo, opts: Sandbox
     const message = err instanceof LocalApiError ? `${err.message} (HTTP ${err.status})` : (err as Error).message;
     writeLine(io.stderr, json ? JSON.stringify({ error: message }) : `error: ${message}`);
     return 1;
+  }
+}
+
+/** `exec` for people: output as it happens (operations:stream); Ctrl+C cancels the command. */
+async function execLive(client: LocalGatewayClient, endpointPath: string, op: SessionOperation, operationId: string | undefined, io: CliIo): Promise<number> {
+  const id = operationId ?? randomBytes(16).toString('hex');
+  let interrupted = false;
+  const onSigint = (): void => {
+    interrupted = true;
+    void client.cancel(endpointPath, id).catch(() => undefined);
+  };
+  process.once('SIGINT', onSigint);
+  try {
+    const terminal = await client.stream(
+      endpointPath,
+      op,
+      (event) => {
+        if (event.type === 'output' && event.output.data) {
+          (event.output.stream === 'stdout' ? io.stdout : io.stderr).write(Buffer.from(event.output.data, 'base64'));
+        }
+      },
+      { operationId: id },
+    );
+    if (terminal.type === 'failed') throw new LocalApiError(500, terminal.failed.message ?? `operation failed (code ${terminal.failed.code})`);
+    const cmd = terminal.type === 'completed' ? terminal.completed.command : undefined;
+    if (!cmd) return 0;
+    if (cmd.exitCode >= 0) return Math.min(cmd.exitCode, 255);
+    return cmd.timedOut ? 124 : cmd.cancelled === true || interrupted ? 130 : 1;
+  } finally {
+    process.off('SIGINT', onSigint);
   }
 }
 

@@ -7,6 +7,9 @@ import { createMethodHandlers } from '../rpc/methods';
 import { LocalSandboxProvider } from '../sandboxes/localProvider';
 import type { SandboxProvider } from '../sandboxes/provider';
 import type { ProviderKind } from '../../protocol/sandboxes';
+import type { SessionRepository } from '../repository/contract';
+import { openSessionRepository } from '../repository/open';
+import { SandboxSessionService } from '../sessions/sandboxSessions';
 import type { CommandIo } from './io';
 
 export async function runServerCommand(argv: string[], io: CommandIo): Promise<number> {
@@ -18,7 +21,20 @@ export async function runServerCommand(argv: string[], io: CommandIo): Promise<n
   }
   const log = createLogger(io.stderr);
   const providers = new Map<ProviderKind, SandboxProvider>([['local', new LocalSandboxProvider({ log })]]);
-  const server = startCompanionServer({ input: process.stdin, output: process.stdout, handlers: createMethodHandlers({ providers }), log });
+  // The repository opens on first use (a misconfigured one fails only the requests that need it).
+  let repository: Promise<SessionRepository> | undefined;
+  const openRepository = () => {
+    repository ??= openSessionRepository();
+    repository.catch(() => (repository = undefined));
+    return repository;
+  };
+  const sessions = new SandboxSessionService(openRepository, providers);
+  const server = startCompanionServer({
+    input: process.stdin,
+    output: process.stdout,
+    handlers: createMethodHandlers({ providers, sessions }),
+    log,
+  });
   log.info('companion server listening on stdio', { pid: process.pid });
   // Phase changes become `sandboxes/changed` notifications (watches start lazily, on first use of a provider).
   const stopWatches = [...providers.values()].map((p) =>
@@ -39,6 +55,7 @@ export async function runServerCommand(argv: string[], io: CommandIo): Promise<n
       : undefined;
   await server.closed;
   if (orphanCheck) clearInterval(orphanCheck);
+  if (repository) await (await repository.catch(() => undefined))?.close();
   for (const stop of stopWatches) stop();
   log.info('client closed the connection; exiting');
   server.dispose();

@@ -3,7 +3,15 @@
 // never retried. (The extension's data plane uses protocol/kruntimes/gatewayClient.ts.)
 import { request } from 'undici';
 import { z } from 'zod';
-import { ExecuteResponseSchema, CancelResponseSchema, type ExecuteResponse, type SessionOperation } from '../../protocol/kruntimes/gateway';
+import { randomBytes } from 'node:crypto';
+import {
+  CancelResponseSchema,
+  ExecuteResponseSchema,
+  StreamEventSchema,
+  type ExecuteResponse,
+  type SessionOperation,
+  type StreamEvent,
+} from '../../protocol/kruntimes/gateway';
 import { RunSchema, type Run, type RunPhase, isTerminalPhase } from '../../protocol/kruntimes/run';
 import { ExecRecordSchema, type ExecRecord } from '../local/execRecord';
 
@@ -97,6 +105,54 @@ export class LocalGatewayClient {
   async execute(endpointPath: string, op: SessionOperation, opts: { operationId?: string; timeoutMs?: number } = {}): Promise<ExecuteResponse> {
     const headers: Record<string, string> = opts.operationId ? { 'idempotency-key': opts.operationId } : {};
     return ExecuteResponseSchema.parse(await this.send('POST', `${endpointPath}/operations:execute`, op, { headers, timeoutMs: opts.timeoutMs ?? 6 * 60_000 }));
+  }
+
+  /**
+   * `operations:stream`: calls `onEvent` for each NDJSON event and resolves with the terminal
+   * one. The operation id is chosen here (sent as Idempotency-Key) so a caller can cancel it.
+   */
+  async stream(
+    endpointPath: string,
+    op: SessionOperation,
+    onEvent: (event: StreamEvent) => void,
+    opts: { operationId?: string; timeoutMs?: number } = {},
+  ): Promise<StreamEvent> {
+    const operationId = opts.operationId ?? randomBytes(16).toString('hex');
+    const timeout = opts.timeoutMs ?? 6 * 60_000;
+    const res = await request(this.url + `${endpointPath}/operations:stream`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${this.token}`, 'content-type': 'application/json', 'idempotency-key': operationId },
+      body: JSON.stringify(op),
+      headersTimeout: timeout,
+      bodyTimeout: timeout,
+      signal: AbortSignal.timeout(timeout),
+    });
+    if (res.statusCode !== 200) {
+      const text = await res.body.text();
+      let message = text;
+      try {
+        message = (JSON.parse(text) as { error?: string }).error ?? text;
+      } catch {
+        // not JSON
+      }
+      throw new LocalApiError(res.statusCode, message);
+    }
+    let buffered = '';
+    let terminal: StreamEvent | undefined;
+    for await (const chunk of res.body) {
+      buffered += (chunk as Buffer).toString('utf8');
+      let nl: number;
+      while ((nl = buffered.indexOf('\n')) >= 0) {
+        const line = buffered.slice(0, nl);
+        buffered = buffered.slice(nl + 1);
+        if (line.trim() === '') continue;
+        const event = StreamEventSchema.parse(JSON.parse(line));
+        onEvent(event);
+        if (event.type === 'completed' || event.type === 'failed') terminal = event;
+      }
+    }
+    if (!terminal) throw new LocalApiError(502, 'the operation stream ended without a completed or failed event');
+    return terminal;
   }
 
   async cancel(endpointPath: string, operationId: string): Promise<'cancelled' | 'ended' | 'unknown'> {

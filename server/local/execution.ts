@@ -5,6 +5,9 @@
 // When the command's main process exits, anything it left behind in its group is killed:
 // a command's processes never outlive it (as under bubblewrap's pid namespace).
 import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Writable } from 'node:stream';
 import { GatewayLimits, OUTPUT_TRUNCATED_MARKER } from '../../protocol/kruntimes/gateway';
 import type { Backend, LaunchSpec } from './backend';
 import { processStartTime, signalGroup } from './procInfo';
@@ -72,18 +75,48 @@ class Capture {
   }
 }
 
+const GATE_SHELL = '/bin/sh';
+const GATE_SCRIPT = 'read -r gate <&3 || exit 125; exec 3<&-; exec "$0" "$@"';
+
+/** The absolute path `file` resolves to through `PATH`, as execvp would find it; undefined if none. */
+export function resolveExecutable(file: string, pathVar: string | undefined): string | undefined {
+  const executable = (p: string): boolean => {
+    try {
+      fs.accessSync(p, fs.constants.X_OK);
+      return fs.statSync(p).isFile();
+    } catch {
+      return false;
+    }
+  };
+  if (file.includes('/')) return executable(file) ? file : undefined;
+  for (const dir of (pathVar ?? '/usr/local/bin:/usr/bin:/bin').split(':')) {
+    const candidate = path.join(dir || '.', file);
+    if (executable(candidate)) return candidate;
+  }
+  return undefined;
+}
+
 export function runCommand(backend: Backend, run: CommandRun): Promise<CommandOutcome> {
   const plan = backend.plan(run.spec); // throws a SessionError when the backend refuses
+  // Checked up front (the gate shell would only exit 127): the same lookup execvp does.
+  const cwdFile = plan.file.includes('/') && !path.isAbsolute(plan.file) ? path.resolve(run.spec.cwd, plan.file) : plan.file;
+  if (resolveExecutable(cwdFile, run.spec.env.PATH) === undefined) {
+    throw new SessionError('InvalidArgument', `start command: exec: "${plan.file}": executable file not found in $PATH`);
+  }
   const cap = run.maxOutputBytes ?? GatewayLimits.maxOutputBytes;
   const grace = run.graceMs ?? GatewayLimits.terminationGraceMs;
   if (run.signal.aborted) return Promise.reject(run.signal.reason);
 
   return new Promise<CommandOutcome>((resolve, reject) => {
-    const child = spawn(plan.file, plan.args, {
+    // The command starts behind a gate: a shell that waits for one line on fd 3 and then execs
+    // it (same pid, same group). The exec record is written before the gate opens, so there is
+    // no moment at which the command runs and nothing on disk says how to kill it; if the
+    // daemon dies first, the gate reads EOF and the command never starts.
+    const child = spawn(GATE_SHELL, ['-c', GATE_SCRIPT, plan.file, ...plan.args], {
       cwd: run.spec.cwd,
       env: run.spec.env,
       detached: true, // setsid(): a new session and process group
-      stdio: ['pipe', 'pipe', 'pipe'],
+      stdio: ['pipe', 'pipe', 'pipe', 'pipe'],
     });
     const stdout = new Capture('stdout', cap, run.onOutput);
     const stderr = new Capture('stderr', cap, run.onOutput);
@@ -119,7 +152,13 @@ export function runCommand(backend: Backend, run: CommandRun): Promise<CommandOu
     if (pgid === undefined) return; // 'error' follows
 
     const startTime = processStartTime(pgid) ?? '0';
-    run.onStarted?.(pgid, startTime);
+    try {
+      run.onStarted?.(pgid, startTime);
+    } finally {
+      const gate = child.stdio[3] as Writable | null;
+      gate?.on('error', () => undefined);
+      gate?.end('go\n');
+    }
 
     run.signal.addEventListener('abort', onAbort, { once: true });
     if (run.timeoutMs > 0) {

@@ -10,6 +10,7 @@ import type {
   SessionSummary,
   StoredSessionCheckpoint,
 } from '../../protocol/repository';
+import type { ActivationStore } from './activationStore';
 import type { ImmutableObjectStore } from './objectStore';
 
 export interface CreateSessionInput {
@@ -51,6 +52,8 @@ export interface SessionRepository {
   readonly keepRevisions: number;
   /** Where checkpoints are published before a create/commit, and materialized from after a checkout. */
   readonly objects: ImmutableObjectStore;
+  /** The activation dedupe table and per-Session leases (server/activation uses them). */
+  readonly activations: ActivationStore;
 
   checkoutCurrent(sessionId: string): Promise<CommittedSessionRevision>;
   checkoutExact(ref: SessionRevisionRef): Promise<CommittedSessionRevision>;

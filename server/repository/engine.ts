@@ -15,6 +15,7 @@ import {
   type SessionSummary,
   type StoredSessionCheckpoint,
 } from '../../protocol/repository';
+import { ActivationStore } from './activationStore';
 import { admitStoredCheckpoint, verifyStoredCheckpoint } from './checkpoint';
 import type { ClaimForkInput, CommitInput, CreateSessionInput, GarbageCollection, SessionRepository } from './contract';
 import { SessionRepositoryError, toRepositoryError } from './errors';
@@ -30,6 +31,7 @@ export class RepositoryEngine implements SessionRepository {
   readonly kind: 'file' | 'postgres';
   readonly keepRevisions: number;
   readonly objects: ImmutableObjectStore;
+  readonly activations: ActivationStore;
 
   constructor(
     private readonly storage: RepositoryStorage,
@@ -39,6 +41,7 @@ export class RepositoryEngine implements SessionRepository {
     this.kind = storage.kind;
     this.keepRevisions = policy.keepRevisions;
     this.objects = storage.objects;
+    this.activations = new ActivationStore(storage, clock);
   }
 
   checkoutCurrent(sessionId: string): Promise<CommittedSessionRevision> {
@@ -182,13 +185,20 @@ export class RepositoryEngine implements SessionRepository {
         return { session };
       };
 
-      const early = await this.storage.read(precheck);
-      if ('done' in early) return early.done;
-      await verifyStoredCheckpoint(this.objects, checkpoint);
+      // File: verify before taking the (repository-wide) lock, re-check CAS under it. Postgres:
+      // the lock is the Session's row, so CAS is checked first and the objects verified while it
+      // is held (on the same connection) — writers that lost the race never read the objects.
+      const verifyInside = this.storage.verifiesInsideWrite;
+      if (!verifyInside) {
+        const early = await this.storage.read(precheck);
+        if ('done' in early) return early.done;
+        await verifyStoredCheckpoint(this.objects, checkpoint);
+      }
       const { committed, dropped } = await this.storage.write(async (w) => {
         const again = await precheck(w);
         if ('done' in again) return { committed: again.done, dropped: [] as RevisionRecord[] };
         const session = again.session;
+        if (verifyInside) await w.verifyCheckpoint(checkpoint);
         await w.requireObjectsPresent([checkpoint.manifest, checkpoint.value.compatibilityBundle]);
         const n = session.head + 1;
         const now = this.clock().toISOString();

@@ -7,6 +7,7 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { ImmutableObjectRef } from '../../protocol/repository';
+import { verifyStoredCheckpoint } from './checkpoint';
 import type { SessionRepository } from './contract';
 import { errnoCode, fsyncDir, removeIfPresent } from './durableFs';
 import { RepositoryEngine } from './engine';
@@ -51,6 +52,7 @@ export async function openFileSessionRepository(options: FileRepositoryOptions):
 
 class FileStorage implements RepositoryStorage {
   readonly kind = 'file' as const;
+  readonly verifiesInsideWrite = false;
   readonly objects: FileObjectStore;
   private readonly stateFile: string;
   private readonly lockFile: string;
@@ -90,7 +92,11 @@ class FileStorage implements RepositoryStorage {
   }
 
   private view(state: FileState): FileStateView {
-    return new FileStateView(state, (refs) => this.objectsPresent(refs));
+    return new FileStateView(
+      state,
+      (refs) => this.objectsPresent(refs),
+      (checkpoint) => verifyStoredCheckpoint(this.objects, checkpoint),
+    );
   }
 
   async read<T>(fn: (reader: RepositoryReader) => Promise<T>): Promise<T> {

@@ -2,16 +2,20 @@
 // consistency rules that make a corrupt or contradictory document fail closed (integrity_mismatch),
 // and an in-memory view of it that the engine reads and writes inside one locked transaction.
 import { z } from 'zod';
-import { formatRevision, type ImmutableObjectRef } from '../../protocol/repository';
+import { formatRevision, type ImmutableObjectRef, type StoredSessionCheckpoint } from '../../protocol/repository';
 import { SessionRepositoryError } from './errors';
 import { encodeJcs } from './jcs';
 import {
+  type ActivationRecord,
+  ActivationRecordSchema,
   type CommitReceipt,
   CommitReceiptSchema,
   type ForkRecord,
   ForkRecordSchema,
   type RevisionRecord,
   RevisionRecordSchema,
+  type SessionLease,
+  SessionLeaseSchema,
   type SessionRecord,
   SessionRecordSchema,
   type Tombstone,
@@ -19,7 +23,7 @@ import {
 } from './records';
 import type { RepositoryWriter } from './storage';
 
-export const FILE_STATE_SCHEMA_VERSION = 1;
+export const FILE_STATE_SCHEMA_VERSION = 2;
 
 export const FileStateSchema = z.strictObject({
   schemaVersion: z.literal(FILE_STATE_SCHEMA_VERSION),
@@ -28,17 +32,23 @@ export const FileStateSchema = z.strictObject({
   commits: z.array(CommitReceiptSchema),
   forks: z.array(ForkRecordSchema),
   tombstones: z.array(TombstoneSchema),
+  /** Version 2: the activation store and the per-Session activation leases. */
+  activations: z.array(ActivationRecordSchema),
+  leases: z.array(SessionLeaseSchema),
 });
 export type FileState = z.infer<typeof FileStateSchema>;
 
 /**
- * Upgrades older documents: entry i turns schemaVersion i+1 into i+2. Version 1 is the first, so
- * there is nothing to upgrade yet; a new version appends its step here and bumps the constant.
+ * Upgrades older documents: entry i turns schemaVersion i+1 into i+2; a new version appends its
+ * step here and bumps the constant.
  */
-const MIGRATIONS: ReadonlyArray<(doc: Record<string, unknown>) => Record<string, unknown>> = [];
+const MIGRATIONS: ReadonlyArray<(doc: Record<string, unknown>) => Record<string, unknown>> = [
+  // 1 → 2: the activation store (dedupe table) and the per-Session leases, both empty.
+  (doc) => ({ ...doc, schemaVersion: 2, activations: [], leases: [] }),
+];
 
 export function emptyFileState(): FileState {
-  return { schemaVersion: 1, sessions: [], revisions: [], commits: [], forks: [], tombstones: [] };
+  return { schemaVersion: FILE_STATE_SCHEMA_VERSION, sessions: [], revisions: [], commits: [], forks: [], tombstones: [], activations: [], leases: [] };
 }
 
 function corrupt(file: string, why: string): SessionRepositoryError {
@@ -153,6 +163,20 @@ export function checkConsistency(state: FileState, file: string): void {
       if (t && t.createdByForkId !== f.forkId) throw corrupt(file, `fork ${f.forkId}: target ${f.targetSessionId} was not created by it`);
     }
   }
+  const activationKeys = new Set<string>();
+  for (const a of state.activations) {
+    const key = activationKey(a.sessionId, a.activationId);
+    if (activationKeys.has(key)) throw corrupt(file, `activation ${a.activationId} of session ${a.sessionId} appears twice`);
+    activationKeys.add(key);
+    if (a.state === 'committed' && (a.revision === undefined || a.outcome === undefined)) {
+      throw corrupt(file, `activation ${a.activationId} is committed without a revision and outcome`);
+    }
+  }
+  const leaseKeys = new Set<string>();
+  for (const l of state.leases) {
+    if (leaseKeys.has(l.sessionId)) throw corrupt(file, `session ${l.sessionId} has two activation leases`);
+    leaseKeys.add(l.sessionId);
+  }
   for (const s of state.sessions) {
     if (s.createdByForkId === undefined) continue;
     const f = forks.get(s.createdByForkId);
@@ -169,23 +193,28 @@ export class FileStateView implements RepositoryWriter {
   private readonly receipts = new Map<string, CommitReceipt>();
   private readonly forks = new Map<string, ForkRecord>();
   private readonly tombstones = new Map<string, Tombstone>();
+  private readonly activations = new Map<string, ActivationRecord>();
+  private readonly leases = new Map<string, SessionLease>();
   dirty = false;
 
   constructor(
     state: FileState,
     private readonly objectsPresent: (refs: ImmutableObjectRef[]) => Promise<void>,
+    private readonly verify: (checkpoint: StoredSessionCheckpoint) => Promise<void>,
   ) {
     for (const s of state.sessions) this.sessions.set(s.sessionId, s);
     for (const r of state.revisions) this.revisionsOf(r.sessionId).set(r.revision, r);
     for (const c of state.commits) this.receipts.set(receiptKey(c.sessionId, c.commitId), c);
     for (const f of state.forks) this.forks.set(f.forkId, f);
     for (const t of state.tombstones) this.tombstones.set(t.sessionId, t);
+    for (const a of state.activations) this.activations.set(activationKey(a.sessionId, a.activationId), a);
+    for (const l of state.leases) this.leases.set(l.sessionId, l);
   }
 
   toState(): FileState {
     const byId = <T>(key: (v: T) => string) => (a: T, b: T) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0);
     return {
-      schemaVersion: 1,
+      schemaVersion: FILE_STATE_SCHEMA_VERSION,
       sessions: [...this.sessions.values()].sort(byId((s) => s.sessionId)),
       revisions: [...this.revisions.entries()]
         .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
@@ -193,6 +222,8 @@ export class FileStateView implements RepositoryWriter {
       commits: [...this.receipts.values()].sort(byId((c) => receiptKey(c.sessionId, c.commitId))),
       forks: [...this.forks.values()].sort(byId((f) => f.forkId)),
       tombstones: [...this.tombstones.values()].sort(byId((t) => t.sessionId)),
+      activations: [...this.activations.values()].sort(byId((a) => activationKey(a.sessionId, a.activationId))),
+      leases: [...this.leases.values()].sort(byId((l) => l.sessionId)),
     };
   }
 
@@ -234,6 +265,35 @@ export class FileStateView implements RepositoryWriter {
   }
   async listRevisions(sessionId: string) {
     return [...(this.revisions.get(sessionId)?.values() ?? [])].sort((a, b) => a.revision - b.revision);
+  }
+
+  async getActivation(sessionId: string, activationId: string) {
+    return this.activations.get(activationKey(sessionId, activationId));
+  }
+  async getLease(sessionId: string) {
+    return this.leases.get(sessionId);
+  }
+  async insertActivation(record: ActivationRecord) {
+    const key = activationKey(record.sessionId, record.activationId);
+    if (this.activations.has(key)) throw new SessionRepositoryError('io_failure', `activation ${record.activationId} of session ${record.sessionId} already exists`);
+    this.activations.set(key, record);
+    this.dirty = true;
+  }
+  async updateActivation(record: ActivationRecord) {
+    this.activations.set(activationKey(record.sessionId, record.activationId), record);
+    this.dirty = true;
+  }
+  async insertLease(record: SessionLease) {
+    if (this.leases.has(record.sessionId)) throw new SessionRepositoryError('io_failure', `session ${record.sessionId} already has an activation lease`);
+    this.leases.set(record.sessionId, record);
+    this.dirty = true;
+  }
+  async updateLease(record: SessionLease) {
+    this.leases.set(record.sessionId, record);
+    this.dirty = true;
+  }
+  async deleteLease(sessionId: string) {
+    if (this.leases.delete(sessionId)) this.dirty = true;
   }
 
   async insertSession(record: SessionRecord) {
@@ -284,6 +344,13 @@ export class FileStateView implements RepositoryWriter {
   requireObjectsPresent(refs: ImmutableObjectRef[]): Promise<void> {
     return this.objectsPresent(refs);
   }
+  verifyCheckpoint(checkpoint: StoredSessionCheckpoint): Promise<void> {
+    return this.verify(checkpoint);
+  }
+}
+
+function activationKey(sessionId: string, activationId: string): string {
+  return `${sessionId}\u0000${activationId}`;
 }
 
 function receiptKey(sessionId: string, commitId: string): string {

@@ -6,7 +6,7 @@
 import { createReadStream } from 'node:fs';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import type { Pool, PoolClient } from 'pg';
+import type { Pool, PoolClient, QueryResult, QueryResultRow } from 'pg';
 import type { ImmutableObjectRef } from '../../protocol/repository';
 import { DigestMeter, discard } from './digestMeter';
 import { SessionRepositoryError, toRepositoryError } from './errors';
@@ -24,8 +24,11 @@ import {
 
 export const POSTGRES_OBJECT_REF_SCHEME = 'sandbox-sessions-postgres-object://v1/';
 export const CHUNK_BYTES = 1024 * 1024;
-/** Chunks fetched per query while reading (bounds memory to this many chunks). */
+/** Chunks fetched per query while reading; with one batch prefetched, at most 2 × READ_BATCH chunks are in memory. */
 const READ_BATCH = 4;
+
+/** Runs one query: on the pool, or on a transaction's own connection. */
+type RunQuery = <R extends QueryResultRow>(text: string, values: unknown[]) => Promise<QueryResult<R>>;
 
 export class PostgresObjectStore implements ImmutableObjectStore {
   constructor(
@@ -37,6 +40,8 @@ export class PostgresObjectStore implements ImmutableObjectStore {
   objectIdOf(ref: ImmutableObjectRef): string {
     return canonicalObjectId(ref, POSTGRES_OBJECT_REF_SCHEME);
   }
+
+  private readonly onPool: RunQuery = <R extends QueryResultRow>(text: string, values: unknown[]) => this.pool.query<R>(text, values);
 
   async publish(input: PublishObjectInput): Promise<ImmutableObjectRef> {
     checkPublishInput(input);
@@ -103,11 +108,20 @@ export class PostgresObjectStore implements ImmutableObjectStore {
     meter.verify(input.digest);
   }
 
-  async assertReadable(ref: ImmutableObjectRef): Promise<void> {
+  assertReadable(ref: ImmutableObjectRef): Promise<void> {
+    return this.verifyVia(this.onPool, ref);
+  }
+
+  /** assertReadable on a transaction's own connection (never waits for a second pool connection). */
+  assertReadableWith(client: PoolClient, ref: ImmutableObjectRef): Promise<void> {
+    return this.verifyVia(<R extends QueryResultRow>(text: string, values: unknown[]) => client.query<R>(text, values), ref);
+  }
+
+  private async verifyVia(run: RunQuery, ref: ImmutableObjectRef): Promise<void> {
     try {
-      const id = await this.checkedId(ref);
+      const id = await this.checkedId(run, ref);
       const meter = new DigestMeter(ref.bytes, `object ${ref.objectRef}`);
-      await pipeline(Readable.from(this.chunks(id, ref)), meter, discard());
+      await pipeline(Readable.from(this.chunks(run, id, ref)), meter, discard());
       meter.verify(ref.digest);
     } catch (err) {
       throw toRepositoryError(err, `reading object ${ref.objectRef}`);
@@ -121,13 +135,13 @@ export class PostgresObjectStore implements ImmutableObjectStore {
     if (ref.bytes > input.maxBytes) {
       throw new SessionRepositoryError('quota_exceeded', `object ${ref.objectRef} has ${ref.bytes} bytes, more than the limit of ${input.maxBytes}`);
     }
-    return materializeFromStream(input, async () => Readable.from(this.chunks(await this.checkedId(ref), ref), { objectMode: false }));
+    return materializeFromStream(input, async () => Readable.from(this.chunks(this.onPool, await this.checkedId(this.onPool, ref), ref), { objectMode: false }));
   }
 
   /** The id of a stored object whose recorded size, digest and media type match the ref. */
-  private async checkedId(ref: ImmutableObjectRef): Promise<string> {
+  private async checkedId(run: RunQuery, ref: ImmutableObjectRef): Promise<string> {
     const id = this.objectIdOf(ref);
-    const { rows } = await this.pool.query<{ bytes: string; digest: string; media_type: string }>(
+    const { rows } = await run<{ bytes: string; digest: string; media_type: string }>(
       `SELECT bytes::text AS bytes, digest, media_type FROM ${this.S}.objects WHERE object_id = $1`,
       [id],
     );
@@ -145,11 +159,11 @@ export class PostgresObjectStore implements ImmutableObjectStore {
    * The object's chunks in order, READ_BATCH per query, the next batch fetched while the current
    * one is consumed; missing or extra chunks are integrity_mismatch.
    */
-  private async *chunks(id: string, ref: ImmutableObjectRef): AsyncGenerator<Buffer> {
+  private async *chunks(run: RunQuery, id: string, ref: ImmutableObjectRef): AsyncGenerator<Buffer> {
     const fetch = (from: number) =>
       // Text result format: pg decodes bytea hex into a Buffer natively. (Per-query binary results
       // come back as utf-8 strings unless the whole client is in binary mode — never use them.)
-      this.pool.query<{ seq: number; data: Buffer }>(
+      run<{ seq: number; data: Buffer }>(
         `SELECT seq, data FROM ${this.S}.object_chunks WHERE object_id = $1 AND seq >= $2 AND seq < $3 ORDER BY seq`,
         [id, from, from + READ_BATCH],
       );

@@ -6,19 +6,24 @@
 import pg from 'pg';
 import type { Pool, PoolClient } from 'pg';
 import type { z } from 'zod';
-import type { ImmutableObjectRef } from '../../protocol/repository';
+import type { ImmutableObjectRef, StoredSessionCheckpoint } from '../../protocol/repository';
+import { admitStoredCheckpoint } from './checkpoint';
 import type { SessionRepository } from './contract';
 import { RepositoryEngine } from './engine';
 import { SessionRepositoryError } from './errors';
 import { PostgresObjectStore } from './postgresObjectStore';
 import { migrate, quoteIdent } from './postgresSchema';
 import {
+  type ActivationRecord,
+  ActivationRecordSchema,
   type CommitReceipt,
   CommitReceiptSchema,
   type ForkRecord,
   ForkRecordSchema,
   type RevisionRecord,
   RevisionRecordSchema,
+  type SessionLease,
+  SessionLeaseSchema,
   type SessionRecord,
   SessionRecordSchema,
   type Tombstone,
@@ -104,6 +109,7 @@ function parseRecord<S extends z.ZodType>(schema: S, value: unknown, what: strin
 
 class PostgresStorage implements RepositoryStorage {
   readonly kind = 'postgres' as const;
+  readonly verifiesInsideWrite = true;
   readonly objects: PostgresObjectStore;
 
   constructor(
@@ -236,6 +242,42 @@ class PostgresRecords implements RepositoryWriter {
     return rows.map((r) => parseRecord(RevisionRecordSchema, r.record, `a revision of ${sessionId}`));
   }
 
+  getActivation(sessionId: string, activationId: string): Promise<ActivationRecord | undefined> {
+    return this.one(
+      ActivationRecordSchema,
+      `activation ${activationId}`,
+      `SELECT record FROM ${this.S}.activations WHERE session_id = $1 AND activation_id = $2${this.lock}`,
+      [sessionId, activationId],
+    );
+  }
+  getLease(sessionId: string): Promise<SessionLease | undefined> {
+    return this.one(SessionLeaseSchema, `the lease of ${sessionId}`, `SELECT record FROM ${this.S}.activation_leases WHERE session_id = $1${this.lock}`, [sessionId]);
+  }
+  async insertActivation(record: ActivationRecord): Promise<void> {
+    // A concurrent insert of the same key fails with 23505 and the whole transaction is re-run.
+    await this.client.query(`INSERT INTO ${this.S}.activations (session_id, activation_id, record) VALUES ($1, $2, $3)`, [
+      record.sessionId,
+      record.activationId,
+      JSON.stringify(record),
+    ]);
+  }
+  async updateActivation(record: ActivationRecord): Promise<void> {
+    await this.client.query(`UPDATE ${this.S}.activations SET record = $3 WHERE session_id = $1 AND activation_id = $2`, [
+      record.sessionId,
+      record.activationId,
+      JSON.stringify(record),
+    ]);
+  }
+  async insertLease(record: SessionLease): Promise<void> {
+    await this.client.query(`INSERT INTO ${this.S}.activation_leases (session_id, record) VALUES ($1, $2)`, [record.sessionId, JSON.stringify(record)]);
+  }
+  async updateLease(record: SessionLease): Promise<void> {
+    await this.client.query(`UPDATE ${this.S}.activation_leases SET record = $2 WHERE session_id = $1`, [record.sessionId, JSON.stringify(record)]);
+  }
+  async deleteLease(sessionId: string): Promise<void> {
+    await this.client.query(`DELETE FROM ${this.S}.activation_leases WHERE session_id = $1`, [sessionId]);
+  }
+
   async insertSession(record: SessionRecord): Promise<void> {
     await this.client.query(`INSERT INTO ${this.S}.sessions (session_id, record) VALUES ($1, $2)`, [record.sessionId, JSON.stringify(record)]);
   }
@@ -291,6 +333,11 @@ class PostgresRecords implements RepositoryWriter {
     await this.client.query(`DELETE FROM ${this.S}.sessions WHERE session_id = $1`, [sessionId]);
     await this.client.query(`INSERT INTO ${this.S}.tombstones (session_id, record) VALUES ($1, $2)`, [sessionId, JSON.stringify(tombstone)]);
     return rows.map((r) => parseRecord(RevisionRecordSchema, r.record, `a revision of ${sessionId}`));
+  }
+  async verifyCheckpoint(checkpoint: StoredSessionCheckpoint): Promise<void> {
+    admitStoredCheckpoint(checkpoint);
+    await this.objects.assertReadableWith(this.client, checkpoint.manifest);
+    await this.objects.assertReadableWith(this.client, checkpoint.value.compatibilityBundle);
   }
   async requireObjectsPresent(refs: ImmutableObjectRef[]): Promise<void> {
     const ids = refs.map((r) => this.objects.objectIdOf(r));

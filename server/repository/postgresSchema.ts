@@ -62,6 +62,21 @@ export const MIGRATIONS: readonly Migration[] = [
          record jsonb NOT NULL)`,
     ],
   },
+  {
+    version: 2,
+    name: 'activation store (dedupe table) and per-session activation leases',
+    statements: (S) => [
+      // Not tied to sessions: the first activation of a Session runs before the Session exists.
+      `CREATE TABLE ${S}.activations (
+         session_id text NOT NULL,
+         activation_id text NOT NULL,
+         record jsonb NOT NULL,
+         PRIMARY KEY (session_id, activation_id))`,
+      `CREATE TABLE ${S}.activation_leases (
+         session_id text PRIMARY KEY,
+         record jsonb NOT NULL)`,
+    ],
+  },
 ];
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;

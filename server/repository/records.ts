@@ -65,3 +65,62 @@ export const TombstoneSchema = z.strictObject({
   lastRevision: PositiveInt,
 });
 export type Tombstone = z.infer<typeof TombstoneSchema>;
+
+/** Who holds a lease or runs an activation: a random token plus the process (so a dead holder is detected). */
+export const LeaseOwnerSchema = z.strictObject({
+  token: z.string().min(16).max(128),
+  process: z.strictObject({ host: z.string(), bootId: z.string(), pid: z.number().int(), startTime: z.string() }),
+  /** Renewed by the holder's heartbeat; past it (or once the process is provably dead) anyone may take over. */
+  expiresAt: Timestamp,
+});
+export type LeaseOwner = z.infer<typeof LeaseOwnerSchema>;
+
+/** The per-Session activation lease: at most one activation of a Session runs at a time. */
+export const SessionLeaseSchema = z.strictObject({
+  sessionId: IdentifierSchema,
+  activationId: IdentifierSchema,
+  owner: LeaseOwnerSchema,
+  acquiredAt: Timestamp,
+});
+export type SessionLease = z.infer<typeof SessionLeaseSchema>;
+
+const SandboxRefRecordSchema = z.strictObject({
+  provider: z.enum(['local', 'kruntimes']),
+  context: z.string().min(1),
+  namespace: z.string().min(1),
+  name: z.string().min(1),
+});
+
+/** A publish-then-commit that was about to happen; lets a retry finish it (same commitId) instead of re-running. */
+export const PendingActivationCommitSchema = z.strictObject({
+  commitId: IdentifierSchema,
+  /** null: the Session did not exist yet (the commit is its createSession). */
+  expectedRevision: RevisionSchema.nullable(),
+  agentId: IdentifierSchema,
+  checkpoint: StoredSessionCheckpointSchema,
+});
+export type PendingActivationCommit = z.infer<typeof PendingActivationCommitSchema>;
+
+/**
+ * The control plane's activation store (dedupe table): `(sessionId, activationId)` → state and, once
+ * committed, the terminal outcome. `running`/`committing` are owned (expiring); `committed` is final;
+ * `aborted` means nothing was committed (a retry runs again).
+ */
+export const ActivationRecordSchema = z.strictObject({
+  sessionId: IdentifierSchema,
+  activationId: IdentifierSchema,
+  /** sha256 of the request's stimulus (JCS); the same id with another stimulus is an idempotency conflict. */
+  requestDigest: z.string().regex(/^sha256:[0-9a-f]{64}$/),
+  state: z.enum(['running', 'committing', 'committed', 'aborted']),
+  attempt: PositiveInt,
+  owner: LeaseOwnerSchema.optional(),
+  sandbox: SandboxRefRecordSchema.optional(),
+  pending: PendingActivationCommitSchema.optional(),
+  /** The agent's outcome line (committing/committed only). */
+  outcome: z.record(z.string(), z.unknown()).optional(),
+  revision: RevisionSchema.optional(),
+  error: z.strictObject({ code: z.string(), message: z.string() }).optional(),
+  createdAt: Timestamp,
+  updatedAt: Timestamp,
+});
+export type ActivationRecord = z.infer<typeof ActivationRecordSchema>;

@@ -86,7 +86,9 @@ export function startCompanionServer(options: CompanionServerOptions): Companion
       });
     }
     const definition = companionMethods[method];
-    const params: unknown = rawParams === undefined ? {} : rawParams;
+    // Params by name (an object), or by position with the object as the only element.
+    const params: unknown =
+      rawParams === undefined || rawParams === null ? {} : Array.isArray(rawParams) && rawParams.length === 1 ? rawParams[0] : rawParams;
     const parsed = definition.params.safeParse(params);
     if (!parsed.success) {
       const issues = zodIssues(parsed.error);

@@ -1,17 +1,40 @@
 // Builds the handler for every method of the protocol table from the server's services.
 // Adding a method to protocol/companion.ts without a handler here fails the typecheck.
+import path from 'node:path';
 import { CompanionError, companionMethods, COMPANION_PROTOCOL_VERSION } from '../../protocol/companion';
+import { DEFAULT_PEOPLE_LIMITS } from '../../protocol/bundle';
 import type { ProviderKind } from '../../protocol/sandboxes';
+import { hydrateSessionBundle, inspectSessionBundle, type BundleProgress } from '../bundle';
+import { packWorkspace } from '../bundle/packWorkspace';
+import type { SandboxSessionService } from '../sessions/sandboxSessions';
 import type { SandboxProvider, WorkOptions } from '../sandboxes/provider';
 import { SERVER_VERSION } from '../version';
 import type { MethodHandlers, RequestContext } from './companionServer';
 
 export interface Services {
   providers: ReadonlyMap<ProviderKind, SandboxProvider>;
+  sessions: SandboxSessionService;
 }
 
 function work(ctx: RequestContext): WorkOptions {
   return { signal: ctx.signal, progress: (phase, message) => ctx.progress({ phase, ...(message ? { message } : {}) }) };
+}
+
+/** Codec progress as `$/progress`; throwing here when cancelled aborts the codec (it publishes nothing). */
+function bundleProgress(ctx: RequestContext): (p: BundleProgress) => void {
+  return (p) => {
+    ctx.signal.throwIfAborted();
+    ctx.progress({
+      phase: p.phase,
+      bytesDone: p.bytes,
+      ...(p.totalBytes !== undefined ? { bytesTotal: p.totalBytes, percent: p.totalBytes > 0 ? Math.min(99, Math.floor((p.bytes / p.totalBytes) * 100)) : 0 } : {}),
+    });
+  };
+}
+
+function absolute(p: string, what: string): string {
+  if (!path.isAbsolute(p)) throw new CompanionError('invalid_params', `${what} must be an absolute path: ${p}`);
+  return p;
 }
 
 export function createMethodHandlers(services: Services): MethodHandlers {
@@ -64,5 +87,37 @@ export function createMethodHandlers(services: Services): MethodHandlers {
         ...(params.names ? { names: params.names } : {}),
       }),
     }),
+    'bundles/pack': async (params, ctx) =>
+      packWorkspace({
+        stateRoot: absolute(params.stateRoot, 'stateRoot'),
+        workspaceRoot: absolute(params.workspaceRoot, 'workspaceRoot'),
+        destination: absolute(params.destination, 'destination'),
+        sessionId: params.sessionId,
+        lastCommittedActivationId: params.lastCommittedActivationId,
+        limits: DEFAULT_PEOPLE_LIMITS,
+        onProgress: bundleProgress(ctx),
+        signal: ctx.signal,
+      }),
+    'bundles/inspect': async (params, ctx) =>
+      inspectSessionBundle({
+        source: { path: absolute(params.path, 'path'), ...(params.expectedArchiveDigest ? { expectedArchiveDigest: params.expectedArchiveDigest } : {}) },
+        limits: DEFAULT_PEOPLE_LIMITS,
+        onProgress: bundleProgress(ctx),
+      }),
+    'bundles/hydrate': async (params, ctx) =>
+      hydrateSessionBundle({
+        source: { path: absolute(params.path, 'path') },
+        expectedSessionId: params.sessionId,
+        destinationRoot: absolute(params.destination, 'destination'),
+        limits: DEFAULT_PEOPLE_LIMITS,
+        onProgress: bundleProgress(ctx),
+      }),
+    'sessions/list': async () => ({ sessions: await services.sessions.list() }),
+    'sessions/revisions': async (params) => ({ revisions: await services.sessions.revisions(params.sessionId) }),
+    'sessions/saveSandbox': async (params, ctx) => services.sessions.saveSandbox(params, work(ctx)),
+    'sessions/openInSandbox': async (params, ctx) => {
+      const { sandbox, revision } = await services.sessions.openInSandbox(params, work(ctx));
+      return { sandbox, revision: revision.ref };
+    },
   };
 }

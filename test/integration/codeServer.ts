@@ -41,13 +41,17 @@ async function freePort(): Promise<number> {
   });
 }
 
-export async function startCodeServer(options: { env?: NodeJS.ProcessEnv; extraArgs?: string[]; workDir?: string } = {}): Promise<CodeServer> {
+export async function startCodeServer(
+  options: { env?: NodeJS.ProcessEnv; extraArgs?: string[]; workDir?: string; installVsix?: string } = {},
+): Promise<CodeServer> {
   const { node, entry } = installHost();
   const work = options.workDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'sandbox-sessions-vscode-'));
   const home = path.join(work, 'home');
   const userDataDir = path.join(work, 'user-data');
   const extensionsDir = path.join(work, 'extensions');
   for (const d of [home, userDataDir, extensionsDir]) fs.mkdirSync(d, { recursive: true });
+  // Installed before the server starts: a running code-server does not pick up new extensions.
+  if (options.installVsix) installExtension(options.installVsix, extensionsDir, userDataDir);
   const port = await freePort();
   const config = path.join(work, 'config.yaml');
   fs.writeFileSync(config, `bind-addr: 127.0.0.1:${port}\nauth: none\ncert: false\n`);
@@ -136,3 +140,11 @@ export const CHROMIUM_ARGS = [
   '--disable-component-update',
   '--disable-sync',
 ];
+
+/** Installs a packaged extension into an extensions folder with code-server's own CLI. */
+export function installExtension(vsix: string, extensionsDir: string, userDataDir: string): void {
+  const { node, entry } = installHost();
+  execFileSync(node, [entry, '--extensions-dir', extensionsDir, '--user-data-dir', userDataDir, '--install-extension', vsix], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+}

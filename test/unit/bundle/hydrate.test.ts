@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readdirSync, readFileSync, renameSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { promises as fsPromises, mkdirSync, readdirSync, readFileSync, renameSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CODEC_TEST_LIMITS } from '../../../protocol/bundle';
 import { cleanupHydrationStaging, hydrateSessionBundle, packSessionBundle } from '../../../server/bundle';
@@ -73,6 +73,18 @@ describe('bundle/hydrate + cleanup', () => {
     const rejected = results.find((r) => r.status === 'rejected');
     assert.equal((rejected?.reason as { code?: string }).code, 'destination_exists');
     assert.deepEqual(listing(parent), ['h']);
+  });
+
+  it('a failure while reserving staging is io_failure and leaves nothing behind', async () => {
+    const original = fsPromises.link;
+    fsPromises.link = () => Promise.reject(Object.assign(new Error('EMLINK: too many links'), { code: 'EMLINK' }));
+    try {
+      const err = await rejectsWith(hydrate(), 'io_failure');
+      assert.match(err.message, /EMLINK/);
+    } finally {
+      fsPromises.link = original;
+    }
+    assert.deepEqual(listing(parent), []);
   });
 
   it('names the destination lock as Maka does', () => {

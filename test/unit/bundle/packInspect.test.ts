@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { appendFileSync, chmodSync, linkSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { appendFileSync, chmodSync, linkSync, mkdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { zstdDecompressSync } from 'node:zlib';
 import { CODEC_TEST_LIMITS } from '../../../protocol/bundle';
@@ -181,6 +181,27 @@ describe('bundle/pack + inspect', () => {
       'source_changed',
     );
     assert.deepEqual(listing(out), []);
+  });
+
+  it('refuses publication when the temp file is swapped, removing nothing foreign', async () => {
+    let foreign = '';
+    await rejectsWith(
+      packSessionBundle({
+        ...fixturePackOptions(roots, join(out, 'x.tar.zst')),
+        limits: CODEC_TEST_LIMITS,
+        onProgress: (p) => {
+          if (p.phase !== 'verify' || foreign !== '') return;
+          const temp = listing(out).find((n) => n.startsWith('.x.tar.zst.maka-session-bundle-pack-') && n.endsWith('.tmp'));
+          assert.ok(temp !== undefined, 'the temp file sits beside the destination');
+          foreign = join(out, temp);
+          writeFileSync(join(dir.path, 'foreign'), 'not ours');
+          renameSync(join(dir.path, 'foreign'), foreign);
+        },
+      }),
+      'source_changed',
+    );
+    assert.deepEqual(listing(out), [foreign.split('/').pop()], 'no destination; the foreign file is left alone');
+    assert.equal(readFileSync(foreign, 'utf8'), 'not ours');
   });
 
   it('rejects a wrong session id on hydrate with identity_mismatch before writing anything', async () => {

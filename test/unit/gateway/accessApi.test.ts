@@ -3,7 +3,8 @@
 // queue limit, output caps, and the local extensions (ranged reads, cancel, capabilities).
 import assert from 'node:assert/strict';
 import { GatewayMessages } from '../../../protocol/kruntimes/gateway';
-import { b64, call, createRun, patchTermination, readyRun, startTestGateway, waitPhase, type TestGateway } from './harness';
+import type { Run } from '../../../protocol/kruntimes/run';
+import { b64, call, createRun, patchTermination, readyRun, startTestGateway, waitCommandRunning, waitPhase, type TestGateway } from './harness';
 
 const err = (message: string): string => JSON.stringify({ error: message }) + '\n';
 
@@ -11,9 +12,10 @@ describe('local gateway: access API details', function () {
   this.timeout(30_000);
   let t: TestGateway;
   let P: string;
+  let run: Run;
   before(async () => {
     t = await startTestGateway();
-    ({ P } = await readyRun(t.gw, { session: { queueSize: 2 } }));
+    ({ run, P } = await readyRun(t.gw, { session: { queueSize: 2 } }));
   });
   after(async () => {
     await t.cleanup();
@@ -126,7 +128,7 @@ describe('local gateway: access API details', function () {
 
   it('a full queue answers 429 session operation queue is full', async () => {
     const running = [exec({ command: { argv: ['sleep', '1'] } }), exec({ command: { argv: ['sleep', '1'] } })];
-    await new Promise((r) => setTimeout(r, 200));
+    await waitCommandRunning(t.gw, run);
     const third = await exec({ command: { argv: ['true'] } });
     assert.equal(third.status, 429);
     assert.equal(third.text, err('session operation queue is full'));
@@ -168,5 +170,13 @@ describe('local gateway: access API details', function () {
     const lines = failed.text.trim().split('\n').map((l) => JSON.parse(l) as { type: string; failed?: { code: number } });
     assert.deepEqual(lines.map((l) => l.type), ['accepted', 'failed']);
     assert.equal(lines[1]?.failed?.code, 3);
+  });
+
+  it('headers: 512 KiB pass (1 MiB limit), more than 1 MiB is 431', async () => {
+    const ok = await call(t.gw, 'GET', P, { headers: { 'x-pad': 'a'.repeat(512 * 1024) } });
+    assert.equal(ok.status, 200);
+    const tooBig = await call(t.gw, 'GET', P, { headers: { 'x-pad': 'a'.repeat(1100 * 1024) } }).catch((e: Error) => e);
+    assert.ok(!(tooBig instanceof Error), String(tooBig));
+    assert.equal(tooBig.status, 431);
   });
 });

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { processGroupMembers } from '../../../server/local/procInfo';
-import { call, readyRun, runsPath, startTestGateway, type TestGateway } from './harness';
+import { call, readyRun, runsPath, startTestGateway, waitCommandRunning, type TestGateway } from './harness';
 
 const ROOT = path.resolve(__dirname, '../../..');
 
@@ -75,12 +75,13 @@ describe('local gateway: cancel', function () {
   });
 
   it('a command that ignores SIGTERM is killed after the 2 s grace', async () => {
-    const { P } = await readyRun(t.gw);
+    const { run, P } = await readyRun(t.gw);
     const pending = call(t.gw, 'POST', `${P}/operations:execute`, {
       body: { command: { argv: ['sh', '-c', "trap '' TERM; sleep 600 & trap '' TERM; wait"] } },
       headers: { 'idempotency-key': 'stubborn' },
     });
-    await new Promise((r) => setTimeout(r, 300));
+    await waitCommandRunning(t.gw, run);
+    await new Promise((r) => setTimeout(r, 100)); // let the shell install its trap
     const started = Date.now();
     const c = await call(t.gw, 'POST', `${P}/operations/stubborn:cancel`);
     assert.equal(c.text, '{"result":"cancelled"}\n');

@@ -57,10 +57,12 @@ describe('CLI: sandbox and doctor', function () {
     assert.equal(ok.code, 7);
     assert.equal(ok.out, 'out\n');
     assert.equal(ok.err, 'err\n');
+    const slow = await sandbox(stateDir, ['exec', 'cli-demo', '--timeout-ms', '300', '--shell', 'printf partial; sleep 30']);
+    assert.deepEqual([slow.code, slow.out], [124, 'partial']);
     const asJson = await sandbox(stateDir, ['exec', 'cli-demo', '--json', '--', 'echo', 'hello']);
     assert.deepEqual(JSON.parse(asJson.out), { exitCode: 0, stdout: 'hello\n', stderr: '', timedOut: false, cancelled: false });
     const ops = await sandbox(stateDir, ['operations', 'cli-demo', '--json']);
-    assert.equal((JSON.parse(ops.out) as unknown[]).length, 2);
+    assert.equal((JSON.parse(ops.out) as unknown[]).length, 3);
 
     const closed = await sandbox(stateDir, ['close', 'cli-demo', '--json']);
     assert.equal(closed.code, 0, closed.err);

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { GatewayMessages } from '../../../protocol/kruntimes/gateway';
 import { encodePageToken } from '../../../protocol/kruntimes/pageToken';
 import type { Run } from '../../../protocol/kruntimes/run';
-import { b64, call, patchTermination, readyRun, startTestGateway, waitPhase, type TestGateway } from './harness';
+import { b64, call, patchTermination, readyRun, startTestGateway, waitCommandRunning, waitPhase, type TestGateway } from './harness';
 
 const err = (message: string): string => JSON.stringify({ error: message }) + '\n';
 
@@ -188,9 +188,9 @@ describe('local gateway: spec §6 golden cases (process backend)', function () {
   it('#23 MaxConcurrentRequests=1: a second request → 429 while /healthz stays 200', async () => {
     const small = await startTestGateway({ maxConcurrentRequests: 1 });
     try {
-      const { P: Ps } = await readyRun(small.gw);
+      const { run: slowRun, P: Ps } = await readyRun(small.gw);
       const slow = call(small.gw, 'POST', `${Ps}/operations:execute`, { body: { command: { argv: ['sleep', '1'] } } });
-      await new Promise((r) => setTimeout(r, 300));
+      await waitCommandRunning(small.gw, slowRun); // the Runs API is outside the concurrency limit
       const second = await call(small.gw, 'GET', Ps);
       assert.equal(second.status, 429);
       assert.equal(second.text, err(GatewayMessages.concurrencyLimit));
@@ -217,7 +217,7 @@ describe('local gateway: spec §6 golden cases (process backend)', function () {
   it('#25 Drain while a command runs: the command → 200, a new write → 409, Run Succeeded', async () => {
     const { run: r2, P: P2 } = await readyRun(t.gw);
     const running = call(t.gw, 'POST', `${P2}/operations:execute`, { body: { command: { argv: ['sh', '-c', 'sleep 1; printf drained'] } } });
-    await new Promise((r) => setTimeout(r, 200));
+    await waitCommandRunning(t.gw, r2);
     assert.equal((await patchTermination(t.gw, r2, 'Drain')).status, 200);
     const rejected = await call(t.gw, 'POST', `${P2}/operations:execute`, { body: { writeFile: { path: 'rejected.txt', contents: 'cmVqZWN0ZWQ=' } } });
     assert.equal(rejected.status, 409);
@@ -234,7 +234,7 @@ describe('local gateway: spec §6 golden cases (process backend)', function () {
     const { run: r2, P: P2 } = await readyRun(t.gw);
     const started = Date.now();
     const running = call(t.gw, 'POST', `${P2}/operations:execute`, { body: { command: { argv: ['sleep', '20'] } } });
-    await new Promise((r) => setTimeout(r, 300));
+    await waitCommandRunning(t.gw, r2);
     assert.equal((await patchTermination(t.gw, r2, 'Immediate')).status, 200);
     const res = await running;
     assert.equal(res.status, 500);

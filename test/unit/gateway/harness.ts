@@ -108,3 +108,15 @@ export async function patchTermination(gw: RunningGateway, run: Run, mode: 'Drai
     headers: { 'content-type': 'application/merge-patch+json' },
   });
 }
+
+/** Waits (bounded) until the Run has a running command, seen through its exec records. */
+export async function waitCommandRunning(gw: RunningGateway, run: Run, timeoutMs = 10_000): Promise<string> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const r = await call(gw, 'GET', `${runsPath(run.metadata.namespace, run.metadata.name)}/operations`);
+    const running = (r.json() as { items: Array<{ operationId: string; state: string }> }).items.find((o) => o.state === 'running');
+    if (running) return running.operationId;
+    if (Date.now() > deadline) throw new Error(`no command of ${run.metadata.name} started within ${timeoutMs} ms`);
+    await new Promise((res) => setTimeout(res, 20));
+  }
+}

@@ -22,6 +22,14 @@ function alive(marker: string): boolean {
   });
 }
 
+async function waitUntil(cond: () => boolean, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error('condition not reached in time');
+    await new Promise((res) => setTimeout(res, 10));
+  }
+}
+
 describe('local runtime: command execution', function () {
   this.timeout(20_000);
 
@@ -56,21 +64,48 @@ describe('local runtime: command execution', function () {
 
   it('a background process that ignores SIGTERM gets SIGKILL after the grace, not before', async () => {
     const controller = new AbortController();
-    const started = Date.now();
-    const pending = runCommand(backend, { spec: spec(['sh', '-c', "(trap '' TERM; sleep 600.32) & sleep 600.33"]), timeoutMs: 0, signal: controller.signal, graceMs: 1000 });
-    await new Promise((res) => setTimeout(res, 200));
+    const pending = runCommand(backend, { spec: spec(['sh', '-c', "(trap '' TERM; sleep 600.32) & sleep 600.33"]), timeoutMs: 0, signal: controller.signal, graceMs: 1500 });
+    await waitUntil(() => alive('sleep\u0000600.32') && alive('sleep\u0000600.33'));
+    const aborted = Date.now();
     controller.abort(new OperationAbort('cancel'));
-    await new Promise((res) => setTimeout(res, 500));
-    assert.equal(alive('600.33'), false, 'the main command died on SIGTERM');
+    await waitUntil(() => !alive('sleep\u0000600.33'));
+    assert.ok(Date.now() - aborted < 1000, 'the main command died on SIGTERM');
     assert.equal(alive('600.32'), true, 'the TERM-ignoring child is still in its grace');
     const r = await pending;
     assert.equal(r.exitCode, -1);
     assert.ok(r.abortReason instanceof OperationAbort);
-    assert.ok(Date.now() - started >= 1100);
+    assert.ok(Date.now() - aborted >= 1400, `SIGKILL came after ${Date.now() - aborted} ms`);
     assert.equal(alive('600.32'), false);
   });
 
   it('refuses isolateNetwork on the process backend', () => {
     assert.throws(() => runCommand(backend, { spec: { ...spec(['true']), isolateNetwork: true }, timeoutMs: 0, signal: never }), /cannot isolate the network/);
+  });
+
+  it('the command does not start before onStarted (the exec record) has returned', async () => {
+    const marker = `/tmp/ss-gate-${process.pid}-${Date.now()}`;
+    let seenEarly = true;
+    const r = await runCommand(backend, {
+      spec: spec(['touch', marker]),
+      timeoutMs: 0,
+      signal: never,
+      onStarted: () => {
+        const until = Date.now() + 300;
+        while (Date.now() < until) {
+          // hold the gate shut for a while, synchronously
+        }
+        seenEarly = fs.existsSync(marker);
+      },
+    });
+    assert.equal(r.exitCode, 0);
+    assert.equal(seenEarly, false);
+    assert.equal(fs.existsSync(marker), true);
+    fs.rmSync(marker);
+  });
+
+  it('refuses an executable that is not on PATH before starting anything', () => {
+    assert.throws(() => runCommand(backend, { spec: spec(['no-such-tool-xyz']), timeoutMs: 0, signal: never }), {
+      message: 'start command: exec: "no-such-tool-xyz": executable file not found in $PATH',
+    });
   });
 });

@@ -9,7 +9,7 @@ import path from 'node:path';
 import zlib from 'node:zlib';
 import { request } from 'undici';
 import type { Run } from '../../../protocol/kruntimes/run';
-import { b64, call, createRun, patchTermination, readyRun, runsPath, startTestGateway, waitPhase, type TestGateway } from '../gateway/harness';
+import { b64, call, createRun, patchTermination, readyRun, runsPath, startTestGateway, waitCommandRunning, waitPhase, type TestGateway } from '../gateway/harness';
 
 const sha = (buf: Buffer): string => `sha256:${createHash('sha256').update(buf).digest('hex')}`;
 
@@ -48,7 +48,7 @@ describe('local runtime: Run lifecycle', function () {
         },
       },
     });
-    await new Promise((r) => setTimeout(r, 300));
+    await waitCommandRunning(t.gw, run);
     assert.equal((await patchTermination(t.gw, run, 'Drain')).status, 200);
     const finalizing = (await call(t.gw, 'GET', runsPath('default', run.metadata.name))).json() as Run;
     assert.equal(finalizing.status?.phase, 'Finalizing');
@@ -126,7 +126,7 @@ describe('local runtime: Run lifecycle', function () {
     await call(t.gw, 'POST', `${P}/operations:execute`, { body: { command: { argv: ['sh', '-c', 'echo x > "$KRUNTIME_ARTIFACTS_DIR/x"'] } } });
     const started = Date.now();
     const running = call(t.gw, 'POST', `${P}/operations:execute`, { body: { command: { argv: ['sleep', '20'] } } });
-    await new Promise((r) => setTimeout(r, 300));
+    await waitCommandRunning(t.gw, run);
     await patchTermination(t.gw, run, 'Immediate');
     const res = await running;
     assert.notEqual(res.status, 200);
@@ -139,7 +139,7 @@ describe('local runtime: Run lifecycle', function () {
   it('Immediate wins over a Drain in progress', async () => {
     const { run, P } = await readyRun(t.gw);
     const running = call(t.gw, 'POST', `${P}/operations:execute`, { body: { command: { argv: ['sleep', '20'] } } });
-    await new Promise((r) => setTimeout(r, 200));
+    await waitCommandRunning(t.gw, run);
     await patchTermination(t.gw, run, 'Drain');
     await waitPhase(t.gw, run, ['Finalizing']);
     assert.equal((await patchTermination(t.gw, run, 'Immediate')).status, 200);

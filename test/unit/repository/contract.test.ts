@@ -252,6 +252,23 @@ function contractSuite(makeHarness: () => AdapterHarness): void {
     assert.equal(r2.agentId, 'agent-1');
   });
 
+  it('concurrent creates of one session and concurrent claims of one fork: one winner, the rest consistent', async () => {
+    const c = await publish('x');
+    const creates = await Promise.allSettled(Array.from({ length: 8 }, (_, i) => repo.createSession({ sessionId: 'race', agentId: `agent-${i}`, checkpoint: c })));
+    const created = creates.filter((r) => r.status === 'fulfilled');
+    assert.equal(created.length, 1);
+    for (const r of creates) if (r.status === 'rejected') assert.ok(isSessionRepositoryError(r.reason, 'session_already_exists'), String(r.reason));
+    const claims = await Promise.all(
+      Array.from({ length: 8 }, () => repo.claimFork({ forkId: 'f', source: { sessionId: 'race', revision: 'r1' }, targetSessionId: 'race-fork' })),
+    );
+    for (const claim of claims) assert.deepEqual(claim, claims[0]);
+    const input = { sessionId: 'race-fork', agentId: claims[0]!.sourceAgentId, checkpoint: c, forkedFrom: { sessionId: 'race', revision: 'r1' }, createdByForkId: 'f' };
+    const targets = await Promise.all(Array.from({ length: 8 }, () => repo.createSession(input)));
+    for (const t of targets) assert.deepEqual(t, targets[0]);
+    const completions = await Promise.all(Array.from({ length: 8 }, () => repo.completeFork({ forkId: 'f' })));
+    for (const done of completions) assert.deepEqual(done, completions[0]);
+  });
+
   it('fork rules: target ≠ source, source revision retained, agent and claim must match, no activation id', async () => {
     const c = await publish('x');
     await repo.createSession({ sessionId: 'src', agentId: 'agent-1', checkpoint: c });

@@ -1,0 +1,22 @@
+// The one error type activation and fork refusals throw, with stable codes (protocol/activation.ts)
+// so the CLI and JSON-RPC can branch on `code` and show `message` to a person.
+import type { ActivationErrorCode } from '../../protocol/activation';
+
+export class ActivationError extends Error {
+  override readonly name = 'ActivationError';
+  constructor(
+    readonly code: ActivationErrorCode,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+
+  toPayload(): { name: 'ActivationError'; code: ActivationErrorCode; message: string } {
+    return { name: 'ActivationError', code: this.code, message: this.message };
+  }
+}
+
+export function isActivationError(err: unknown, code?: ActivationErrorCode): err is ActivationError {
+  return err instanceof ActivationError && (code === undefined || err.code === code);
+}

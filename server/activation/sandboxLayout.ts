@@ -1,0 +1,43 @@
+// Where an activation puts things inside its fresh sandbox (relative to the sandbox root, whose
+// absolute path comes from running `pwd`): the hydrated Session under `session/{state,workspace}`,
+// the per-activation config root (credentials; never packed) and the request file — three
+// non-overlapping roots, as `maka activate` requires — and the activation command line.
+import posix from 'node:path/posix';
+
+export const REMOTE = {
+  session: 'session',
+  state: 'session/state',
+  workspace: 'session/workspace',
+  config: 'config',
+  inputDir: 'activation',
+  input: 'activation/request.json',
+} as const;
+
+export interface ActivationCommandConfig {
+  /** The command prefix; the roots and input are appended. Default: `maka activate`. */
+  argv: string[];
+  /** Extra arguments after the roots (e.g. `--permission-mode explore`, `--model …`). */
+  extraArgs?: string[];
+  /** Non-secret environment for the command (credentials come per activation). */
+  env?: Record<string, string>;
+  /** Bounded: the command is cancelled after this long (default and maximum 5 minutes, the gateway's operation limit). */
+  timeoutMs?: number;
+}
+
+export const DEFAULT_ACTIVATION_COMMAND: ActivationCommandConfig = { argv: ['maka', 'activate'] };
+
+export function activationArgv(command: ActivationCommandConfig, sandboxRoot: string): string[] {
+  const abs = (rel: string) => posix.join(sandboxRoot, rel);
+  return [
+    ...command.argv,
+    '--state-root',
+    abs(REMOTE.state),
+    '--workspace-root',
+    abs(REMOTE.workspace),
+    '--config-root',
+    abs(REMOTE.config),
+    '--input',
+    abs(REMOTE.input),
+    ...(command.extraArgs ?? []),
+  ];
+}

@@ -1,0 +1,183 @@
+// The control plane's activation store and per-Session lease, kept in the session repository so
+// every server sharing a repository (file or postgres) sees the same ones: the dedupe table
+// `(sessionId, activationId)` → state and terminal outcome (a committed id is never run again), and
+// one expiring lease per Session (one activation at a time). Ownership is a random token plus the
+// holder's process identity; an expired owner, or one whose process is provably dead, is taken over.
+import { randomBytes } from 'node:crypto';
+import { requireIdentifier } from './identifiers';
+import { toRepositoryError } from './errors';
+import { currentProcessIdentity, ownerLiveness } from './processIdentity';
+import type { ActivationRecord, LeaseOwner, SessionLease } from './records';
+import type { RepositoryStorage } from './storage';
+
+export type ActivationClaim =
+  /** Ours now: a new record, or a stale/aborted one taken over (`previous`, attempt + 1). */
+  | { kind: 'claimed'; record: ActivationRecord; previous?: ActivationRecord }
+  /** Already committed: return its outcome, run nothing. */
+  | { kind: 'committed'; record: ActivationRecord }
+  /** A live owner is running it right now. */
+  | { kind: 'in_progress'; record: ActivationRecord }
+  /** The id was used with a different stimulus. */
+  | { kind: 'conflict'; record: ActivationRecord };
+
+export type LeaseAttempt = { acquired: true; lease: SessionLease } | { acquired: false; holder: SessionLease };
+
+export interface OwnerInput {
+  /** The holder's random token (`newOwnerToken()`). */
+  token: string;
+  ttlMs: number;
+}
+
+export function newOwnerToken(): string {
+  return randomBytes(18).toString('base64url');
+}
+
+/** An owner past its expiry, or whose process is provably dead (same host, pid gone or reused). */
+export function ownerExpired(owner: LeaseOwner | undefined, now: Date): boolean {
+  if (owner === undefined) return true;
+  if (Date.parse(owner.expiresAt) <= now.getTime()) return true;
+  return ownerLiveness(owner.process) === 'dead';
+}
+
+export class ActivationStore {
+  constructor(
+    private readonly storage: RepositoryStorage,
+    private readonly clock: () => Date = () => new Date(),
+  ) {}
+
+  private owner(input: OwnerInput, now: Date): LeaseOwner {
+    if (!Number.isSafeInteger(input.ttlMs) || input.ttlMs < 1) throw new RangeError('ttlMs must be a positive integer (ms)');
+    return { token: input.token, process: currentProcessIdentity(), expiresAt: new Date(now.getTime() + input.ttlMs).toISOString() };
+  }
+
+  /**
+   * Persists and claims an activation id. New → `claimed` (attempt 1); committed → `committed`;
+   * running/committing under a live owner → `in_progress`; aborted or under an expired owner →
+   * `claimed` with `previous` (the caller finishes a pending commit or runs it again).
+   */
+  claim(input: { sessionId: string; activationId: string; requestDigest: string } & OwnerInput): Promise<ActivationClaim> {
+    return this.guard('activation claim', () => {
+      const sessionId = requireIdentifier('sessionId', input.sessionId);
+      const activationId = requireIdentifier('activationId', input.activationId);
+      return this.storage.write(async (w) => {
+        const now = this.clock();
+        const existing = await w.getActivation(sessionId, activationId);
+        if (existing) {
+          if (existing.requestDigest !== input.requestDigest) return { kind: 'conflict', record: existing };
+          if (existing.state === 'committed') return { kind: 'committed', record: existing };
+          if (existing.state !== 'aborted' && !ownerExpired(existing.owner, now)) return { kind: 'in_progress', record: existing };
+          const record: ActivationRecord = {
+            ...existing,
+            state: existing.state === 'committing' ? 'committing' : 'running',
+            attempt: existing.attempt + 1,
+            owner: this.owner(input, now),
+            updatedAt: now.toISOString(),
+          };
+          delete record.error;
+          await w.updateActivation(record);
+          return { kind: 'claimed', record, previous: existing };
+        }
+        const record: ActivationRecord = {
+          sessionId,
+          activationId,
+          requestDigest: input.requestDigest,
+          state: 'running',
+          attempt: 1,
+          owner: this.owner(input, now),
+          createdAt: now.toISOString(),
+          updatedAt: now.toISOString(),
+        };
+        await w.insertActivation(record);
+        return { kind: 'claimed', record };
+      });
+    });
+  }
+
+  get(sessionId: string, activationId: string): Promise<ActivationRecord | undefined> {
+    return this.guard('activation read', () => this.storage.read((r) => r.getActivation(sessionId, activationId)));
+  }
+
+  /**
+   * Changes a record we own (token matches). Returns undefined when we no longer own it (another
+   * server took it over after our ownership expired) — the caller must stop and report nothing.
+   */
+  update(
+    sessionId: string,
+    activationId: string,
+    token: string,
+    change: (record: ActivationRecord) => ActivationRecord,
+  ): Promise<ActivationRecord | undefined> {
+    return this.guard('activation update', () =>
+      this.storage.write(async (w) => {
+        const existing = await w.getActivation(sessionId, activationId);
+        if (!existing || existing.owner?.token !== token || existing.state === 'committed') return undefined;
+        const next = { ...change(existing), updatedAt: this.clock().toISOString() };
+        await w.updateActivation(next);
+        return next;
+      }),
+    );
+  }
+
+  /** Takes the Session's lease when it is free, expired or held by a dead process. */
+  acquireLease(input: { sessionId: string; activationId: string } & OwnerInput): Promise<LeaseAttempt> {
+    return this.guard('activation lease', () => {
+      const sessionId = requireIdentifier('sessionId', input.sessionId);
+      return this.storage.write(async (w) => {
+        const now = this.clock();
+        const held = await w.getLease(sessionId);
+        if (held && held.owner.token !== input.token && !ownerExpired(held.owner, now)) return { acquired: false, holder: held };
+        const lease: SessionLease = { sessionId, activationId: input.activationId, owner: this.owner(input, now), acquiredAt: now.toISOString() };
+        if (held) await w.updateLease(lease);
+        else await w.insertLease(lease);
+        return { acquired: true, lease };
+      });
+    });
+  }
+
+  /** Extends the lease and the activation's ownership in one transaction; reports which are still ours. */
+  heartbeat(input: { sessionId: string; activationId: string; lease: boolean } & OwnerInput): Promise<{ activation: boolean; lease: boolean }> {
+    return this.guard('activation heartbeat', () =>
+      this.storage.write(async (w) => {
+        const now = this.clock();
+        const owner = this.owner(input, now);
+        let lease = false;
+        if (input.lease) {
+          const held = await w.getLease(input.sessionId);
+          if (held && held.owner.token === input.token) {
+            await w.updateLease({ ...held, owner });
+            lease = true;
+          }
+        }
+        const record = await w.getActivation(input.sessionId, input.activationId);
+        let activation = false;
+        if (record && record.owner?.token === input.token && record.state !== 'committed' && record.state !== 'aborted') {
+          await w.updateActivation({ ...record, owner, updatedAt: now.toISOString() });
+          activation = true;
+        }
+        return { activation, lease };
+      }),
+    );
+  }
+
+  /** Gives the lease back (only if it is still ours). */
+  releaseLease(input: { sessionId: string; token: string }): Promise<void> {
+    return this.guard('activation lease release', () =>
+      this.storage.write(async (w) => {
+        const held = await w.getLease(input.sessionId);
+        if (held && held.owner.token === input.token) await w.deleteLease(input.sessionId);
+      }),
+    );
+  }
+
+  getLease(sessionId: string): Promise<SessionLease | undefined> {
+    return this.guard('activation lease read', () => this.storage.read((r) => r.getLease(sessionId)));
+  }
+
+  private async guard<T>(doing: string, fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (err) {
+      throw toRepositoryError(err, `session repository ${doing}`);
+    }
+  }
+}

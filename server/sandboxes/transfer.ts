@@ -1,0 +1,220 @@
+// Moves a directory tree into or out of a sandbox through the Runtime access API alone, so it
+// works on any provider and any runtime image with a POSIX shell: files of one call go as
+// writeFile/read; larger ones in parts (part files joined with a sha256 check on the way in,
+// ranged reads or `dd` on the way out); executable bits are carried by one `chmod`/`find`.
+import { createHash, randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import fsp from 'node:fs/promises';
+import path from 'node:path';
+import posix from 'node:path/posix';
+import { GatewayLimits } from '../../protocol/kruntimes/gateway';
+import type { GatewayClient } from '../../protocol/kruntimes/gatewayClient';
+
+export interface TransferOptions {
+  signal?: AbortSignal;
+  /** Bytes moved so far and the total to move. */
+  progress?: (done: number, total: number) => void;
+}
+
+export interface TransferResult {
+  files: number;
+  directories: number;
+  bytes: number;
+}
+
+export class TransferError extends Error {
+  override readonly name = 'TransferError';
+  constructor(
+    readonly code: 'transfer_failed' | 'unsupported_entry' | 'unsafe_path',
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+const CHUNK = 512 * 1024;
+/** Argument lists stay well below ARG_MAX and the request cap. */
+const ARGV_BATCH = 200;
+
+const join = (dir: string, name: string) => (dir === '' ? name : posix.join(dir, name));
+
+interface LocalEntry {
+  rel: string;
+  directory: boolean;
+  size: number;
+  executable: boolean;
+}
+
+async function walkLocal(root: string): Promise<LocalEntry[]> {
+  const out: LocalEntry[] = [];
+  const visit = async (rel: string) => {
+    const entries = await fsp.readdir(path.join(root, rel), { withFileTypes: true });
+    entries.sort((a, b) => Buffer.compare(Buffer.from(a.name), Buffer.from(b.name)));
+    for (const e of entries) {
+      const childRel = rel === '' ? e.name : `${rel}/${e.name}`;
+      if (e.isDirectory()) {
+        out.push({ rel: childRel, directory: true, size: 0, executable: false });
+        await visit(childRel);
+      } else if (e.isFile()) {
+        const st = await fsp.stat(path.join(root, childRel));
+        out.push({ rel: childRel, directory: false, size: st.size, executable: (st.mode & 0o111) !== 0 });
+      } else {
+        throw new TransferError('unsupported_entry', `${childRel} is not a regular file or directory (links and devices are not transferred)`);
+      }
+    }
+  };
+  await visit('');
+  return out;
+}
+
+async function runChecked(client: GatewayClient, argv: string[], what: string, signal?: AbortSignal): Promise<Buffer> {
+  const out = await client.runCommand({ argv }, { signal });
+  if (out.exitCode !== 0) {
+    throw new TransferError('transfer_failed', `${what} failed in the sandbox (exit ${out.exitCode}): ${out.stderr.toString().trim().slice(0, 500)}`);
+  }
+  return out.stdout;
+}
+
+/** Copies `localDir` into the sandbox at `remoteDir` (created if missing). */
+export async function uploadTree(client: GatewayClient, localDir: string, remoteDir: string, options: TransferOptions = {}): Promise<TransferResult> {
+  const entries = await walkLocal(localDir);
+  const total = entries.reduce((n, e) => n + e.size, 0);
+  let done = 0;
+  if (remoteDir !== '') await client.createDirectory(remoteDir, { signal: options.signal });
+  const executables: string[] = [];
+  for (const e of entries) {
+    options.signal?.throwIfAborted();
+    const remote = join(remoteDir, e.rel);
+    if (e.directory) {
+      await client.createDirectory(remote, { signal: options.signal });
+      continue;
+    }
+    if (e.size <= GatewayLimits.maxWriteBytes) {
+      await client.writeFile(remote, await fsp.readFile(path.join(localDir, e.rel)), { createParents: false }, { signal: options.signal });
+    } else {
+      await uploadLarge(client, path.join(localDir, e.rel), remote, options.signal);
+    }
+    if (e.executable) executables.push(remote);
+    done += e.size;
+    options.progress?.(done, total);
+  }
+  for (let i = 0; i < executables.length; i += ARGV_BATCH) {
+    await runChecked(client, ['chmod', '+x', '--', ...executables.slice(i, i + ARGV_BATCH)], 'chmod', options.signal);
+  }
+  return { files: entries.filter((e) => !e.directory).length, directories: entries.filter((e) => e.directory).length, bytes: total };
+}
+
+async function uploadLarge(client: GatewayClient, file: string, remote: string, signal?: AbortSignal): Promise<void> {
+  const dir = posix.dirname(remote) === '.' ? '' : posix.dirname(remote);
+  const nonce = randomBytes(6).toString('hex');
+  const parts: string[] = [];
+  const hash = createHash('sha256');
+  try {
+    let i = 0;
+    for await (const chunk of fs.createReadStream(file, { highWaterMark: CHUNK })) {
+      const buf = chunk as Buffer;
+      hash.update(buf);
+      const part = join(dir, `.${posix.basename(remote)}.upload-${nonce}.${i++}`);
+      await client.writeFile(part, buf, { createParents: false }, { signal });
+      parts.push(part);
+    }
+    const script =
+      'set -e; dest="$1"; want="$2"; shift 2; tmp="$dest.joining"; cat -- "$@" > "$tmp"; ' +
+      'got=$(sha256sum -- "$tmp" | cut -d" " -f1); ' +
+      'if [ "$got" != "$want" ]; then rm -f -- "$tmp"; echo "checksum mismatch after join" >&2; exit 3; fi; ' +
+      'mv -f -- "$tmp" "$dest"; rm -f -- "$@"';
+    await runChecked(client, ['sh', '-c', script, 'sh', remote, hash.digest('hex'), ...parts], `joining ${remote}`, signal);
+  } catch (err) {
+    for (const part of parts) await client.deleteFile(part).catch(() => undefined);
+    throw err;
+  }
+}
+
+/** Copies the sandbox's `remoteDir` into `localDir` (which must not exist yet). */
+export async function downloadTree(
+  client: GatewayClient,
+  remoteDir: string,
+  localDir: string,
+  options: TransferOptions & { skip?: (relPath: string, isDirectory: boolean) => boolean } = {},
+): Promise<TransferResult> {
+  await fsp.mkdir(localDir, { recursive: false, mode: 0o700 });
+  const files: { rel: string; size: number }[] = [];
+  let directories = 0;
+  // First the listing (reads only), so progress knows the total.
+  const list = async (rel: string) => {
+    for await (const e of client.list(join(remoteDir, rel), { signal: options.signal })) {
+      if (e.path === '' || e.path === '.' || e.path === '..' || e.path.includes('/')) {
+        throw new TransferError('unsafe_path', `the sandbox listed an unsafe name ${JSON.stringify(e.path)}`);
+      }
+      const childRel = rel === '' ? e.path : `${rel}/${e.path}`;
+      if (options.skip?.(childRel, e.directory === true)) continue;
+      if (e.directory) {
+        directories += 1;
+        await fsp.mkdir(path.join(localDir, childRel), { mode: 0o755 });
+        await list(childRel);
+      } else {
+        files.push({ rel: childRel, size: e.sizeBytes ?? 0 });
+      }
+    }
+  };
+  await list('');
+  const total = files.reduce((n, f) => n + f.size, 0);
+  let done = 0;
+  for (const f of files) {
+    options.signal?.throwIfAborted();
+    const remote = join(remoteDir, f.rel);
+    const target = path.join(localDir, f.rel);
+    const first = await client.read(remote, { maxBytes: GatewayLimits.maxReadBytes }, { signal: options.signal });
+    if (!first.truncated) {
+      await fsp.writeFile(target, first.contents, { flag: 'wx', mode: 0o644 });
+    } else {
+      await downloadLarge(client, remote, target, f.size, options.signal);
+    }
+    done += f.size;
+    options.progress?.(done, total);
+  }
+  // Executable bits: one listing of the executable files.
+  const listing = await runChecked(
+    client,
+    ['find', remoteDir === '' ? '.' : remoteDir, '-type', 'f', '-perm', '-u+x', '-print0'],
+    'listing executable files',
+    options.signal,
+  );
+  for (const raw of listing.toString('utf8').split('\0').filter(Boolean)) {
+    const rel = posix.relative(remoteDir === '' ? '.' : remoteDir, raw);
+    const target = path.join(localDir, rel);
+    if (rel.startsWith('..') || !target.startsWith(localDir + path.sep)) continue;
+    await fsp.chmod(target, 0o755).catch(() => undefined);
+  }
+  return { files: files.length, directories, bytes: total };
+}
+
+async function downloadLarge(client: GatewayClient, remote: string, target: string, size: number, signal?: AbortSignal): Promise<void> {
+  const status = await client.status({ signal });
+  const ranged = status.capabilities?.rangedReads === true;
+  const handle = await fsp.open(target, 'wx', 0o644);
+  try {
+    let offset = 0;
+    while (offset < size) {
+      const length = Math.min(CHUNK, size - offset);
+      let chunk: Buffer;
+      if (ranged) {
+        chunk = (await client.read(remote, { maxBytes: length, offset, length }, { signal })).contents;
+      } else {
+        const block = 4096;
+        chunk = await runChecked(
+          client,
+          ['dd', `if=${remote}`, `bs=${block}`, `skip=${offset / block}`, `count=${Math.ceil(length / block)}`, 'status=none'],
+          `reading ${remote}`,
+          signal,
+        );
+      }
+      if (chunk.length === 0) break;
+      await handle.write(chunk);
+      offset += chunk.length;
+    }
+    if (offset !== size) throw new TransferError('transfer_failed', `${remote} changed while it was copied (${offset} of ${size} bytes)`);
+  } finally {
+    await handle.close();
+  }
+}

@@ -1,0 +1,151 @@
+// Sessions made from sandboxes and sandboxes made from sessions: save a sandbox's workspace as a
+// revision (copied out through the gateway, snapshot policy applied, packed, published, then
+// create/commit with compare-and-set), and open any retained revision in a fresh sandbox.
+import fsp from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { DEFAULT_PEOPLE_LIMITS, type WorkspaceSnapshotReport } from '../../protocol/bundle';
+import { GatewayClient } from '../../protocol/kruntimes/gatewayClient';
+import type { CommittedSessionRevision, RevisionSummary, SessionSummary } from '../../protocol/repository';
+import type { ProviderKind, SandboxCreateSpec, SandboxRef, SandboxSummary } from '../../protocol/sandboxes';
+import { hydrateSessionBundle } from '../bundle';
+import { packWorkspace } from '../bundle/packWorkspace';
+import { classifyWorkspacePath } from '../bundle/snapshotPolicy';
+import { materializeSessionCheckpointV1, publishSessionCheckpointV1 } from '../repository/checkpoint';
+import type { SessionRepository } from '../repository/contract';
+import { SandboxError, type SandboxProvider, type WorkOptions } from '../sandboxes/provider';
+import { downloadTree, uploadTree } from '../sandboxes/transfer';
+
+export const DEFAULT_AGENT_ID = 'sandbox-sessions';
+
+export interface SaveSandboxInput {
+  sandbox: SandboxRef;
+  sessionId: string;
+  /** Absent: create the session (r1). Present: commit on top of exactly this revision. */
+  expectedRevision?: string | undefined;
+  agentId?: string | undefined;
+  commitId?: string | undefined;
+}
+
+export interface SavedSandbox {
+  revision: CommittedSessionRevision;
+  bundle: { digest: string; bytes: number; entryCount: number };
+  workspace: WorkspaceSnapshotReport;
+}
+
+export class SandboxSessionService {
+  constructor(
+    private readonly repository: () => Promise<SessionRepository>,
+    private readonly providers: ReadonlyMap<ProviderKind, SandboxProvider>,
+  ) {}
+
+  private provider(kind: ProviderKind): SandboxProvider {
+    const p = this.providers.get(kind);
+    if (!p) throw new SandboxError('provider_unavailable', `the ${kind} provider is not available in this server`);
+    return p;
+  }
+
+  async list(): Promise<SessionSummary[]> {
+    return (await this.repository()).listSessions();
+  }
+
+  async revisions(sessionId: string): Promise<RevisionSummary[]> {
+    return (await this.repository()).listRevisions(sessionId);
+  }
+
+  private async client(ref: SandboxRef): Promise<GatewayClient> {
+    const connection = await this.provider(ref.provider).open(ref);
+    return new GatewayClient({ endpoint: connection.endpoint, token: connection.token, readRetryWindowMs: 2000 });
+  }
+
+  async saveSandbox(input: SaveSandboxInput, work: WorkOptions = {}): Promise<SavedSandbox> {
+    const repository = await this.repository();
+    const tmp = await fsp.mkdtemp(path.join(os.tmpdir(), 'sandbox-sessions-save-'));
+    const client = await this.client(input.sandbox);
+    try {
+      work.progress?.('copying', `copying the workspace of ${input.sandbox.name}`);
+      const workspaceDir = path.join(tmp, 'workspace');
+      const stateDir = path.join(tmp, 'state');
+      await fsp.mkdir(stateDir, { mode: 0o700 });
+      // Policy-excluded trees (.git, node_modules, caches, logs) are not even copied; secrets are
+      // copied so that the snapshot step can refuse them by name.
+      await downloadTree(client, '', workspaceDir, {
+        ...(work.signal ? { signal: work.signal } : {}),
+        skip: (rel, isDirectory) => classifyWorkspacePath(rel.split('/'), isDirectory).verdict === 'exclude',
+      });
+      work.progress?.('packing', 'packing the session bundle');
+      const packed = await packWorkspace({
+        stateRoot: stateDir,
+        workspaceRoot: workspaceDir,
+        destination: path.join(tmp, 'bundle.tar.zst'),
+        sessionId: input.sessionId,
+        limits: DEFAULT_PEOPLE_LIMITS,
+        signal: work.signal,
+      });
+      work.signal?.throwIfAborted();
+      work.progress?.('committing', `committing ${input.sessionId}`);
+      const checkpoint = await publishSessionCheckpointV1({ objectStore: repository.objects, compatibilityBundle: packed.artifact });
+      const revision =
+        input.expectedRevision === undefined
+          ? await repository.createSession({ sessionId: input.sessionId, agentId: input.agentId ?? DEFAULT_AGENT_ID, checkpoint })
+          : await repository.commit({
+              sessionId: input.sessionId,
+              expectedRevision: input.expectedRevision,
+              checkpoint,
+              ...(input.commitId !== undefined ? { commitId: input.commitId } : {}),
+            });
+      return {
+        revision,
+        bundle: { digest: packed.artifact.archiveDigest, bytes: packed.artifact.compressedBytes, entryCount: packed.artifact.entryCount },
+        workspace: packed.workspace,
+      };
+    } finally {
+      await client.close();
+      await fsp.rm(tmp, { recursive: true, force: true });
+    }
+  }
+
+  async openInSandbox(
+    input: { sessionId: string; revision?: string | undefined; sandbox: SandboxCreateSpec },
+    work: WorkOptions = {},
+  ): Promise<{ sandbox: SandboxSummary; revision: CommittedSessionRevision }> {
+    const repository = await this.repository();
+    const revision =
+      input.revision === undefined
+        ? await repository.checkoutCurrent(input.sessionId)
+        : await repository.checkoutExact({ sessionId: input.sessionId, revision: input.revision });
+    const tmp = await fsp.mkdtemp(path.join(os.tmpdir(), 'sandbox-sessions-open-'));
+    try {
+      work.progress?.('checkout', `checking out ${input.sessionId}@${revision.ref.revision}`);
+      const bundle = await materializeSessionCheckpointV1({
+        objectStore: repository.objects,
+        checkpoint: revision.checkpoint,
+        destination: path.join(tmp, 'bundle.tar.zst'),
+        maxBytes: DEFAULT_PEOPLE_LIMITS.maxCompressedBytes,
+      });
+      const hydrated = await hydrateSessionBundle({
+        source: { path: bundle.path, expectedArchiveDigest: bundle.expectedArchiveDigest },
+        expectedSessionId: input.sessionId,
+        destinationRoot: path.join(tmp, 'hydrated'),
+        limits: DEFAULT_PEOPLE_LIMITS,
+      });
+      work.signal?.throwIfAborted();
+      const provider = this.provider(input.sandbox.provider);
+      const sandbox = await provider.create(input.sandbox, { ...work, waitForReady: true });
+      const client = await this.client(sandbox.ref);
+      try {
+        work.progress?.('uploading', `copying the workspace into ${sandbox.ref.name}`);
+        await uploadTree(client, hydrated.workspaceRoot, '', work.signal ? { signal: work.signal } : {});
+      } catch (err) {
+        // A half-filled sandbox is worse than none: cancel it, keep the error.
+        await provider.terminate(sandbox.ref, 'Immediate', { wait: false }).catch(() => undefined);
+        throw err;
+      } finally {
+        await client.close();
+      }
+      return { sandbox, revision };
+    } finally {
+      await fsp.rm(tmp, { recursive: true, force: true });
+    }
+  }
+}

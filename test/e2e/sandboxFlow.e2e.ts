@@ -1,0 +1,140 @@
+// A person's flow in a real VS Code (code-server, the packaged extension installed) driven in
+// headless Chromium: open a local sandbox as a workspace folder → the explorer shows its files
+// → edit and save a file → run `ls` and a failing command in the Sandbox terminal → Ctrl+C a
+// `sleep 60` → Close Sandbox (Drain) → download the artifacts to a local folder.
+// Screenshots of every step land in test/e2e/screenshots/.
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { type Browser, chromium, type Page } from 'playwright-core';
+import { ensureGateway, stopGateway } from '../../server/gateway/daemonClient';
+import { LocalGatewayClient, endpointPathOf } from '../../server/gateway/localClient';
+import type { Run } from '../../protocol/kruntimes/run';
+import { CHROMIUM_ARGS, type CodeServer, startCodeServer } from '../integration/codeServer';
+import { packageExtension, REPO_ROOT } from '../../scripts/packageExtension';
+import { Workbench } from './workbench';
+
+describe('e2e: a local sandbox from open to Drain', function () {
+  this.timeout(180_000);
+  let work: string;
+  let stateDir: string;
+  let server: CodeServer;
+  let browser: Browser;
+  let page: Page;
+  let wb: Workbench;
+  let api: LocalGatewayClient;
+  let run: Run;
+
+  const readSandboxFile = async (p: string) => {
+    const res = await fetch(`${(await ensureGateway({ stateDir })).url}${endpointPathOf(run)}/files/${p}`, {
+      headers: { authorization: `Bearer ${(await ensureGateway({ stateDir })).token}` },
+    });
+    const body = (await res.json()) as { contents: string | null };
+    return Buffer.from(body.contents ?? '', 'base64').toString('utf8');
+  };
+
+  before(async () => {
+    work = fs.mkdtempSync(path.join(os.tmpdir(), 'sandbox-sessions-e2e-'));
+    stateDir = path.join(work, 'state');
+    const vsix = packageExtension();
+    // The sandbox a person would have created earlier (New Sandbox… is covered by the integration suite).
+    const gateway = await ensureGateway({ stateDir, command: [process.execPath, path.join(REPO_ROOT, 'dist/server.js'), 'gateway'] });
+    api = new LocalGatewayClient(gateway.url, gateway.token);
+    const created = await api.createRun('default', {
+      apiVersion: 'kruntimes.io/v1alpha1',
+      kind: 'Run',
+      metadata: { name: 'e2e-sbx', namespace: 'default' },
+      spec: { runtime: 'process', mode: { session: { idleTimeoutSeconds: 900 } } },
+    });
+    run = await api.waitPhase('default', created.metadata.name!, ['Ready']);
+    await api.execute(endpointPathOf(run), { command: { shell: 'printf "hello\\n" > hello.txt && mkdir -p src && printf "console.log(1)\\n" > src/app.js' } });
+
+    server = await startCodeServer({ workDir: work, env: { SANDBOX_SESSIONS_STATE_DIR: stateDir }, installVsix: vsix });
+    browser = await chromium.launch({ executablePath: '/usr/bin/chromium', headless: true, args: CHROMIUM_ARGS });
+    page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    wb = new Workbench(page, 'local-sandbox');
+    await page.goto(server.url);
+    await wb.waitForWorkbench();
+  });
+
+  afterEach(async function () {
+    if (this.currentTest?.state === 'failed' && wb) await wb.screenshot(`failed-${this.currentTest.title.replace(/\W+/g, '-')}`).catch(() => undefined);
+  });
+
+  after(async () => {
+    await browser?.close().catch(() => undefined);
+    await server?.stop();
+    await stopGateway({ stateDir });
+  });
+
+  it('opens the sandbox as the workspace folder from the palette', async () => {
+    await wb.runCommand('Sandbox Sessions: Open Sandbox');
+    await wb.pick('e2e-sbx');
+    await wb.notificationButton(/Open sandbox e2e-sbx as a folder/, 'Open Here');
+    // The window reloads with the sandbox as its folder.
+    await page.waitForURL(/folder=sandbox/, { timeout: 60_000 });
+    await wb.waitForWorkbench();
+    await wb.explorerItem('hello.txt').waitFor({ timeout: 60_000 });
+    await wb.screenshot('explorer');
+    assert.ok(await wb.explorerItem('src').isVisible());
+  });
+
+  it('opens, edits and saves a file; the sandbox has the new content', async () => {
+    await wb.explorerItem('hello.txt').click();
+    const editor = page.locator('.editor-instance .monaco-editor').first();
+    await editor.waitFor();
+    await editor.click();
+    await page.keyboard.press('Control+End');
+    await page.keyboard.type('edited in VS Code');
+    await page.keyboard.press('Control+S');
+    const deadline = Date.now() + 20_000;
+    while (!(await readSandboxFile('hello.txt')).includes('edited in VS Code')) {
+      if (Date.now() > deadline) throw new Error(`saved content never reached the sandbox: ${await readSandboxFile('hello.txt')}`);
+      await page.waitForTimeout(200);
+    }
+    await wb.screenshot('saved');
+  });
+
+  it('runs ls and a failing command in the Sandbox terminal', async () => {
+    await wb.runCommand('Sandbox Sessions: Open Terminal');
+    await wb.waitForTerminalText(/e2e-sbx:\/\$/);
+    await wb.typeInTerminal('ls');
+    await wb.waitForTerminalText(/hello\.txt[\s\S]*src/);
+    await wb.typeInTerminal("sh -c 'exit 7'");
+    await wb.waitForTerminalText(/\[exit 7\]/);
+    await wb.screenshot('terminal');
+  });
+
+  it('stops sleep 60 with Ctrl+C', async () => {
+    const started = Date.now();
+    await wb.typeInTerminal('sleep 60');
+    await page.waitForTimeout(1000);
+    await page.keyboard.press('Control+C');
+    await wb.waitForTerminalText(/\[cancelled\]/, 15_000);
+    assert.ok(Date.now() - started < 20_000);
+    await wb.typeInTerminal('printf report > "$KRUNTIME_ARTIFACTS_DIR/report.txt"');
+    await wb.screenshot('ctrl-c');
+  });
+
+  it('closes the sandbox with Drain and downloads its artifacts', async () => {
+    const downloads = path.join(work, 'downloads');
+    fs.mkdirSync(downloads, { recursive: true });
+    await page.waitForTimeout(500);
+    await wb.runCommand('Sandbox Sessions: Close Sandbox (Drain)');
+    await wb.notificationButton(/e2e-sbx closed with 1 artifact/, 'Download Artifacts…');
+    // VS Code's simple file dialog (code-server): type the folder, accept it.
+    const input = page.locator('.quick-input-widget input.input');
+    await input.waitFor({ state: 'visible' });
+    await input.fill(`${downloads}/`);
+    await page.waitForTimeout(500);
+    await wb.screenshot('download-dialog');
+    await page.locator('.quick-input-widget').getByRole('button', { name: 'Download Here' }).click();
+    await wb.waitForNotification(/Downloaded 1 verified artifact/);
+    await wb.screenshot('downloaded');
+    const file = path.join(downloads, 'e2e-sbx', 'report.txt');
+    assert.equal(fs.readFileSync(file, 'utf8'), 'report');
+    const final = await api.getRun('default', 'e2e-sbx');
+    assert.equal(final.status?.phase, 'Succeeded');
+  });
+});

@@ -1,0 +1,99 @@
+// Drives a person's actions in the VS Code workbench (code-server in headless Chromium): the
+// command palette, quick picks, notifications, the explorer, editors and the terminal, and
+// saves a screenshot of each step for a person to look at.
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Locator, Page } from 'playwright-core';
+
+export const SCREENSHOTS = path.resolve(__dirname, 'screenshots');
+
+export class Workbench {
+  private step = 0;
+  constructor(
+    readonly page: Page,
+    private readonly flow: string,
+  ) {
+    fs.mkdirSync(SCREENSHOTS, { recursive: true });
+    // Each run replaces this flow's pictures.
+    for (const f of fs.readdirSync(SCREENSHOTS)) if (f.startsWith(`${flow}-`)) fs.rmSync(path.join(SCREENSHOTS, f));
+  }
+
+  async screenshot(name: string): Promise<void> {
+    this.step += 1;
+    const file = path.join(SCREENSHOTS, `${this.flow}-${String(this.step).padStart(2, '0')}-${name}.png`);
+    await this.page.screenshot({ path: file });
+  }
+
+  async waitForWorkbench(): Promise<void> {
+    await this.page.locator('.monaco-workbench').waitFor({ timeout: 60_000 });
+    // The status bar appears once the workbench has restored its parts.
+    await this.page.locator('#workbench\\.parts\\.statusbar').waitFor({ timeout: 60_000 });
+  }
+
+  /** Runs a command from the palette by its title, as a person would. */
+  async runCommand(title: string): Promise<void> {
+    // The palette lists the commands known when it opens; right after start-up the extension's
+    // may not be there yet, so reopen it until they are.
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      await this.page.keyboard.press('F1');
+      const input = this.page.locator('.quick-input-widget input.input');
+      await input.waitFor({ state: 'visible' });
+      await input.fill(`>${title}`);
+      const row = this.page.locator('.quick-input-widget .monaco-list-row', { hasText: title }).first();
+      try {
+        await row.waitFor({ state: 'visible', timeout: 3000 });
+        await input.press('Enter');
+        return;
+      } catch (err) {
+        await this.page.keyboard.press('Escape');
+        if (Date.now() > deadline) throw err;
+      }
+    }
+  }
+
+  /** Picks an item of an open quick pick by its label. */
+  async pick(label: string | RegExp): Promise<void> {
+    const row = this.page.locator('.quick-input-widget .monaco-list-row', { hasText: label }).first();
+    await row.waitFor({ state: 'visible', timeout: 30_000 });
+    await row.click();
+  }
+
+  /** Clicks a button of the notification whose text matches. */
+  async notificationButton(message: string | RegExp, button: string): Promise<void> {
+    const toast = this.page.locator('.notification-toast', { hasText: message }).first();
+    await toast.waitFor({ state: 'visible', timeout: 60_000 });
+    await toast.getByRole('button', { name: button }).click();
+  }
+
+  async waitForNotification(message: string | RegExp, timeout = 60_000): Promise<Locator> {
+    const toast = this.page.locator('.notification-toast', { hasText: message }).first();
+    await toast.waitFor({ state: 'visible', timeout });
+    return toast;
+  }
+
+  explorerItem(name: string): Locator {
+    return this.page.locator('.explorer-folders-view .monaco-list-row', { hasText: name }).first();
+  }
+
+  /** The visible text of the active terminal (DOM renderer: gpuAcceleration is off). */
+  async terminalText(): Promise<string> {
+    return (await this.page.locator('.terminal-wrapper.active .xterm-rows').innerText().catch(() => '')).replace(/\u00a0/g, ' ');
+  }
+
+  async waitForTerminalText(pattern: RegExp, timeout = 30_000): Promise<string> {
+    const deadline = Date.now() + timeout;
+    for (;;) {
+      const text = await this.terminalText();
+      if (pattern.test(text)) return text;
+      if (Date.now() > deadline) throw new Error(`terminal never showed ${pattern}; it shows:\n${text}`);
+      await this.page.waitForTimeout(200);
+    }
+  }
+
+  async typeInTerminal(line: string): Promise<void> {
+    await this.page.locator('.terminal-wrapper.active .xterm').click();
+    await this.page.keyboard.type(line, { delay: 5 });
+    await this.page.keyboard.press('Enter');
+  }
+}

@@ -1,0 +1,147 @@
+// The activation store (dedupe table) and the per-Session lease, run unchanged against the file
+// adapter and a real PostgreSQL: claim/dedupe/takeover, ownership, lease exclusion and expiry,
+// concurrent claims from several repository instances, and the file state migration from v1.
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { newOwnerToken } from '../../../server/repository/activationStore';
+import type { SessionRepository } from '../../../server/repository/contract';
+import { openFileSessionRepository, STATE_FILE } from '../../../server/repository/fileRepository';
+import { type AdapterHarness, fileHarness, postgresHarness } from '../../fixtures/repository/harness';
+import { type PostgresServer, startPostgres } from '../../fixtures/postgres';
+
+const DIGEST_A = `sha256:${'a'.repeat(64)}`;
+const DIGEST_B = `sha256:${'b'.repeat(64)}`;
+
+function storeSuite(makeHarness: () => AdapterHarness): void {
+  let h: AdapterHarness;
+  let repo: SessionRepository;
+  beforeEach(async () => {
+    h = makeHarness();
+    repo = await h.open();
+  });
+  afterEach(async () => {
+    await h.dispose();
+  });
+
+  it('claims a new id, reports a live owner as in progress, a different stimulus as a conflict', async () => {
+    const t1 = newOwnerToken();
+    const first = await repo.activations.claim({ sessionId: 's', activationId: 'a1', requestDigest: DIGEST_A, token: t1, ttlMs: 60_000 });
+    assert.equal(first.kind, 'claimed');
+    assert.equal(first.record.attempt, 1);
+    assert.equal(first.record.state, 'running');
+    const again = await repo.activations.claim({ sessionId: 's', activationId: 'a1', requestDigest: DIGEST_A, token: newOwnerToken(), ttlMs: 60_000 });
+    assert.equal(again.kind, 'in_progress');
+    const other = await repo.activations.claim({ sessionId: 's', activationId: 'a1', requestDigest: DIGEST_B, token: newOwnerToken(), ttlMs: 60_000 });
+    assert.equal(other.kind, 'conflict');
+    // The same id in another session is another activation.
+    const elsewhere = await repo.activations.claim({ sessionId: 's2', activationId: 'a1', requestDigest: DIGEST_B, token: newOwnerToken(), ttlMs: 60_000 });
+    assert.equal(elsewhere.kind, 'claimed');
+  });
+
+  it('a committed id returns the stored record; an aborted or expired one is taken over with attempt + 1', async () => {
+    const t1 = newOwnerToken();
+    await repo.activations.claim({ sessionId: 's', activationId: 'a1', requestDigest: DIGEST_A, token: t1, ttlMs: 60_000 });
+    const aborted = await repo.activations.update('s', 'a1', t1, (r) => ({ ...r, state: 'aborted', error: { code: 'sandbox_lost', message: 'gone' } }));
+    assert.equal(aborted?.state, 'aborted');
+    const t2 = newOwnerToken();
+    const retry = await repo.activations.claim({ sessionId: 's', activationId: 'a1', requestDigest: DIGEST_A, token: t2, ttlMs: 1 });
+    assert.equal(retry.kind, 'claimed');
+    assert.equal(retry.record.attempt, 2);
+    assert.equal(retry.kind === 'claimed' ? retry.previous?.state : undefined, 'aborted');
+    assert.equal(retry.record.error, undefined);
+    // t1 no longer owns it: its updates are refused.
+    assert.equal(await repo.activations.update('s', 'a1', t1, (r) => r), undefined);
+    await new Promise((r) => setTimeout(r, 10));
+    const t3 = newOwnerToken();
+    const takeover = await repo.activations.claim({ sessionId: 's', activationId: 'a1', requestDigest: DIGEST_A, token: t3, ttlMs: 60_000 });
+    assert.equal(takeover.kind, 'claimed', 'an expired owner is taken over');
+    assert.equal(takeover.record.attempt, 3);
+    const committed = await repo.activations.update('s', 'a1', t3, (r) => ({
+      ...r,
+      state: 'committed',
+      revision: 'r2',
+      outcome: { type: 'outcome', status: 'completed' },
+    }));
+    assert.equal(committed?.state, 'committed');
+    const dedupe = await repo.activations.claim({ sessionId: 's', activationId: 'a1', requestDigest: DIGEST_A, token: newOwnerToken(), ttlMs: 60_000 });
+    assert.equal(dedupe.kind, 'committed');
+    assert.equal(dedupe.record.revision, 'r2');
+    assert.equal(await repo.activations.update('s', 'a1', t3, (r) => ({ ...r, state: 'aborted' })), undefined, 'a committed record is final');
+    // Survives reopening (another process would see the same).
+    const reopened = await h.open();
+    assert.equal((await reopened.activations.get('s', 'a1'))?.state, 'committed');
+  });
+
+  it('the lease admits one holder; heartbeat extends it; release and expiry free it', async () => {
+    const t1 = newOwnerToken();
+    const t2 = newOwnerToken();
+    const a = await repo.activations.acquireLease({ sessionId: 's', activationId: 'a1', token: t1, ttlMs: 60_000 });
+    assert.equal(a.acquired, true);
+    const b = await repo.activations.acquireLease({ sessionId: 's', activationId: 'a2', token: t2, ttlMs: 60_000 });
+    assert.equal(b.acquired, false);
+    assert.equal(b.acquired ? undefined : b.holder.activationId, 'a1');
+    assert.deepEqual(await repo.activations.heartbeat({ sessionId: 's', activationId: 'a1', token: t1, ttlMs: 1, lease: true }), { activation: false, lease: true });
+    await new Promise((r) => setTimeout(r, 10));
+    const c = await repo.activations.acquireLease({ sessionId: 's', activationId: 'a2', token: t2, ttlMs: 60_000 });
+    assert.equal(c.acquired, true, 'an expired lease is taken over');
+    assert.deepEqual(await repo.activations.heartbeat({ sessionId: 's', activationId: 'a1', token: t1, ttlMs: 60_000, lease: true }), { activation: false, lease: false });
+    await repo.activations.releaseLease({ sessionId: 's', token: t1 });
+    assert.equal((await repo.activations.getLease('s'))?.activationId, 'a2', 'a former holder cannot release it');
+    await repo.activations.releaseLease({ sessionId: 's', token: t2 });
+    assert.equal(await repo.activations.getLease('s'), undefined);
+  });
+
+  it('concurrent claims of one id from separate repository instances: exactly one wins', async () => {
+    const repos = [repo, await h.open(), await h.open(), await h.open()];
+    const results = await Promise.all(
+      repos.flatMap((r) =>
+        [0, 1].map(() => r.activations.claim({ sessionId: 's', activationId: 'race', requestDigest: DIGEST_A, token: newOwnerToken(), ttlMs: 60_000 })),
+      ),
+    );
+    assert.equal(results.filter((r) => r.kind === 'claimed').length, 1);
+    assert.equal(results.filter((r) => r.kind === 'in_progress').length, results.length - 1);
+    const leases = await Promise.all(
+      repos.map((r, i) => r.activations.acquireLease({ sessionId: 's', activationId: `l${i}`, token: newOwnerToken(), ttlMs: 60_000 })),
+    );
+    assert.equal(leases.filter((l) => l.acquired).length, 1);
+  });
+}
+
+describe('activation store: file adapter', function () {
+  storeSuite(() => fileHarness());
+
+  it('migrates a version-1 state document (no activations) and keeps its sessions', async () => {
+    const h = fileHarness();
+    try {
+      const root = path.join(h.scratch, 'repository');
+      fs.mkdirSync(root, { recursive: true });
+      fs.writeFileSync(path.join(root, STATE_FILE), JSON.stringify({ schemaVersion: 1, sessions: [], revisions: [], commits: [], forks: [], tombstones: [] }) + '\n');
+      const repo = await openFileSessionRepository({ storageRoot: root });
+      const claim = await repo.activations.claim({ sessionId: 's', activationId: 'a', requestDigest: DIGEST_A, token: newOwnerToken(), ttlMs: 1000 });
+      assert.equal(claim.kind, 'claimed');
+      const doc = JSON.parse(fs.readFileSync(path.join(root, STATE_FILE), 'utf8')) as { schemaVersion: number; activations: unknown[] };
+      assert.equal(doc.schemaVersion, 2);
+      assert.equal(doc.activations.length, 1);
+      await repo.close();
+    } finally {
+      await h.dispose();
+    }
+  });
+});
+
+describe('activation store: postgres adapter', function () {
+  let server: PostgresServer | undefined;
+  before(async function () {
+    this.timeout(120_000);
+    server = await startPostgres();
+  });
+  after(async function () {
+    this.timeout(60_000);
+    await server?.stop();
+  });
+  storeSuite(() => {
+    if (!server) throw new Error('the PostgreSQL test server did not start');
+    return postgresHarness(server.url);
+  });
+});

@@ -1,0 +1,199 @@
+// The companion server's bundle and session methods over real stdio: pack/inspect/hydrate with
+// the workspace policy, progress in order ending at 100%, a cancelled pack leaving nothing
+// behind, and sandboxes saved as compare-and-set revisions and reopened in fresh sandboxes.
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { CancellationTokenSource, ResponseError } from 'vscode-jsonrpc/node';
+import type { ProgressValue } from '../../../protocol/companion';
+import { GatewayClient } from '../../../protocol/kruntimes/gatewayClient';
+import type { SandboxConnection, SandboxSummary } from '../../../protocol/sandboxes';
+import { stopGateway } from '../../../server/gateway/daemonClient';
+import { type CompanionProcess, spawnCompanion } from '../../fixtures/companionProcess';
+
+describe('companion server: bundles and sessions', function () {
+  this.timeout(90_000);
+  let work: string;
+  let server: CompanionProcess;
+  const progress: { token: string | number; value: ProgressValue }[] = [];
+
+  before(async () => {
+    work = fs.mkdtempSync(path.join(os.tmpdir(), 'companion-sessions-'));
+    server = spawnCompanion({
+      SANDBOX_SESSIONS_STATE_DIR: path.join(work, 'state'),
+      SANDBOX_SESSIONS_REPOSITORY: path.join(work, 'repository'),
+    });
+    server.connection.onNotification('$/progress', (p: { token: string | number; value: ProgressValue }) => {
+      progress.push(p);
+    });
+    await server.connection.sendRequest('initialize', { clientName: 'test', protocolVersion: 1 });
+  });
+
+  after(async () => {
+    await server.stop();
+    await stopGateway({ stateDir: path.join(work, 'state') });
+    fs.rmSync(work, { recursive: true, force: true });
+  });
+
+  const request = <T>(method: string, params: unknown, token?: CancellationTokenSource) =>
+    (token ? server.connection.sendRequest(method, params, token.token) : server.connection.sendRequest(method, params)) as Promise<T>;
+  const rejectsWith = async (p: Promise<unknown>, code: string, cause?: string, message?: RegExp) => {
+    await assert.rejects(p, (e: unknown) => {
+      assert.ok(e instanceof ResponseError, String(e));
+      const data = e.data as { code: string; cause?: string };
+      assert.equal(data.code, code, e.message);
+      if (cause) assert.equal(data.cause, cause, e.message);
+      if (message) assert.match(e.message, message);
+      return true;
+    });
+  };
+
+  const tree = (name: string, files: Record<string, string>) => {
+    const root = path.join(work, name);
+    for (const [rel, content] of Object.entries(files)) {
+      fs.mkdirSync(path.dirname(path.join(root, rel)), { recursive: true });
+      fs.writeFileSync(path.join(root, rel), content);
+    }
+    fs.mkdirSync(root, { recursive: true });
+    return root;
+  };
+
+  describe('bundles', () => {
+    let bundle: string;
+
+    it('packs with the workspace policy and reports progress in order, ending at 100%', async () => {
+      const state = tree('s1/state', { 'notes.md': 'state' });
+      const ws = tree('s1/workspace', { 'src/app.js': 'console.log(1)\n', 'node_modules/x/index.js': 'x', 'debug.log': 'noise' });
+      bundle = path.join(work, 's1.tar.zst');
+      const result = await request<{ artifact: { archiveDigest: string; entryCount: number }; workspace: { excludedEntries: { path: string }[] } }>(
+        'bundles/pack',
+        { stateRoot: state, workspaceRoot: ws, destination: bundle, sessionId: 'session-1', progressToken: 'pack-1' },
+      );
+      assert.match(result.artifact.archiveDigest, /^sha256:[0-9a-f]{64}$/);
+      assert.deepEqual(result.workspace.excludedEntries.map((e) => e.path).sort(), ['debug.log', 'node_modules/']);
+      const mine = progress.filter((p) => p.token === 'pack-1').map((p) => p.value);
+      assert.deepEqual(mine.at(-1), { phase: 'done', percent: 100 });
+      assert.ok(mine.slice(0, -1).every((v) => (v.percent ?? 0) < 100), 'only the last one says 100%');
+    });
+
+    it('inspects and hydrates the bundle; a wrong session or a corrupt file is refused with its code', async () => {
+      const inspection = await request<{ manifest: { envelope: { sessionId: string } }; entryCount: number }>('bundles/inspect', { path: bundle });
+      assert.equal(inspection.manifest.envelope.sessionId, 'session-1');
+      const dest = path.join(work, 'restored');
+      await request('bundles/hydrate', { path: bundle, sessionId: 'session-1', destination: dest });
+      assert.equal(fs.readFileSync(path.join(dest, 'workspace/src/app.js'), 'utf8'), 'console.log(1)\n');
+      assert.equal(fs.existsSync(path.join(dest, 'workspace/node_modules')), false);
+      await rejectsWith(request('bundles/hydrate', { path: bundle, sessionId: 'other', destination: path.join(work, 'r2') }), 'refused', 'identity_mismatch');
+      const bad = path.join(work, 'bad.tar.zst');
+      fs.writeFileSync(bad, Buffer.concat([fs.readFileSync(bundle).subarray(0, 100), Buffer.from('garbage')]));
+      await rejectsWith(request('bundles/inspect', { path: bad }), 'refused', 'integrity_mismatch');
+      await rejectsWith(request('bundles/inspect', { path: 'relative.tar.zst' }), 'invalid_params');
+    });
+
+    it('refuses to pack a secret file, naming it', async () => {
+      const ws = tree('s2/workspace', { 'app.py': 'print(1)', '.env': 'API_KEY=canary' });
+      const state = tree('s2/state', {});
+      await rejectsWith(
+        request('bundles/pack', { stateRoot: state, workspaceRoot: ws, destination: path.join(work, 's2.tar.zst'), sessionId: 's2' }),
+        'refused',
+        'policy_rejected',
+        /\.env/,
+      );
+      assert.equal(fs.existsSync(path.join(work, 's2.tar.zst')), false);
+    });
+
+    it('cancels a long pack and leaves no temp files and no bundle', async () => {
+      const ws = path.join(work, 'big/workspace');
+      fs.mkdirSync(ws, { recursive: true });
+      const block = Buffer.alloc(1 << 20);
+      for (let i = 0; i < block.length; i += 4) block.writeUInt32LE((i * 2654435761) >>> 0, i);
+      for (let i = 0; i < 150; i++) fs.writeFileSync(path.join(ws, `f${i}.bin`), block.map((b) => b ^ i));
+      const state = tree('big/state', {});
+      const outDir = path.join(work, 'out');
+      fs.mkdirSync(outDir);
+      const snapshotsBefore = fs.readdirSync(os.tmpdir()).filter((n) => n.startsWith('sandbox-sessions-snapshot-')).length;
+      const cancel = new CancellationTokenSource();
+      const seen = new Promise<void>((resolve) => {
+        const timer = setInterval(() => {
+          if (progress.some((p) => p.token === 'pack-big')) {
+            clearInterval(timer);
+            resolve();
+          }
+        }, 10);
+      });
+      const pending = request('bundles/pack', { stateRoot: state, workspaceRoot: ws, destination: path.join(outDir, 'big.tar.zst'), sessionId: 'big', progressToken: 'pack-big' }, cancel);
+      await seen;
+      cancel.cancel();
+      await rejectsWith(pending, 'cancelled');
+      assert.deepEqual(fs.readdirSync(outDir), [], 'no bundle and no temp file');
+      const snapshotsAfter = fs.readdirSync(os.tmpdir()).filter((n) => n.startsWith('sandbox-sessions-snapshot-')).length;
+      assert.ok(snapshotsAfter <= snapshotsBefore, 'the snapshot was removed');
+      // The server is still there for the next request.
+      await request('sessions/list', {});
+    });
+  });
+
+  describe('sessions from sandboxes', () => {
+    let sandbox: SandboxSummary;
+    let client: GatewayClient;
+
+    before(async () => {
+      ({ sandbox } = await request<{ sandbox: SandboxSummary }>('sandboxes/create', { spec: { provider: 'local', runtime: 'process', namespace: 'default' } }));
+      const c = await request<SandboxConnection>('sandboxes/open', { ref: sandbox.ref });
+      client = new GatewayClient({ endpoint: c.endpoint, token: c.token });
+      await client.writeFile('README.md', Buffer.from('first\n'));
+      await client.runCommand({ shell: 'mkdir -p .git node_modules/dep && echo x > .git/HEAD && echo y > node_modules/dep/a.js && printf "#!/bin/sh\\n" > run.sh && chmod +x run.sh' });
+    });
+    after(() => client?.close());
+
+    it('saves a sandbox as r1 and r2 (compare-and-set), refusing a stale writer', async () => {
+      const r1 = await request<{ revision: { ref: { revision: string } }; workspace: { excludedEntries: { path: string }[] } }>('sessions/saveSandbox', {
+        sandbox: sandbox.ref,
+        sessionId: 'demo',
+        progressToken: 'save-1',
+      });
+      assert.equal(r1.revision.ref.revision, 'r1');
+      await client.writeFile('README.md', Buffer.from('second\n'));
+      const r2 = await request<{ revision: { ref: { revision: string } } }>('sessions/saveSandbox', { sandbox: sandbox.ref, sessionId: 'demo', expectedRevision: 'r1' });
+      assert.equal(r2.revision.ref.revision, 'r2');
+      await rejectsWith(request('sessions/saveSandbox', { sandbox: sandbox.ref, sessionId: 'demo', expectedRevision: 'r1' }), 'conflict', 'revision_conflict');
+      const { sessions } = await request<{ sessions: { sessionId: string; head: { revision: string } }[] }>('sessions/list', {});
+      assert.deepEqual(sessions.map((s) => [s.sessionId, s.head.revision]), [['demo', 'r2']]);
+      const { revisions } = await request<{ revisions: { ref: { revision: string } }[] }>('sessions/revisions', { sessionId: 'demo' });
+      assert.deepEqual(revisions.map((r) => r.ref.revision), ['r2', 'r1']);
+    });
+
+    it('opens r1 in a fresh sandbox with r1 content and without the excluded trees', async () => {
+      const opened = await request<{ sandbox: SandboxSummary; revision: { revision: string } }>('sessions/openInSandbox', {
+        sessionId: 'demo',
+        revision: 'r1',
+        sandbox: { provider: 'local', runtime: 'process', namespace: 'default' },
+      });
+      assert.equal(opened.revision.revision, 'r1');
+      assert.notEqual(opened.sandbox.key, sandbox.key);
+      const c = await request<SandboxConnection>('sandboxes/open', { ref: opened.sandbox.ref });
+      const fresh = new GatewayClient({ endpoint: c.endpoint, token: c.token });
+      try {
+        assert.equal((await fresh.read('README.md')).contents.toString(), 'first\n');
+        const names = (await fresh.listPage({})).entries.map((e) => e.path).sort();
+        assert.deepEqual(names, ['README.md', 'run.sh']);
+        const exec = await fresh.runCommand({ argv: ['sh', '-c', 'test -x run.sh && echo executable'] });
+        assert.equal(exec.stdout.toString(), 'executable\n');
+      } finally {
+        await fresh.close();
+      }
+    });
+
+    it('refuses to save a sandbox holding a secret file, naming it, and commits nothing', async () => {
+      await client.writeFile('.env.local', Buffer.from('TOKEN=canary'));
+      await rejectsWith(request('sessions/saveSandbox', { sandbox: sandbox.ref, sessionId: 'demo', expectedRevision: 'r2' }), 'refused', 'policy_rejected', /\.env\.local/);
+      const { revisions } = await request<{ revisions: unknown[] }>('sessions/revisions', { sessionId: 'demo' });
+      assert.equal(revisions.length, 2);
+    });
+
+    it('answers not_found for an unknown session', async () => {
+      await rejectsWith(request('sessions/openInSandbox', { sessionId: 'nope', sandbox: { provider: 'local', runtime: 'process' } }), 'not_found', 'session_not_found');
+    });
+  });
+});

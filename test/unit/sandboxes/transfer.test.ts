@@ -1,0 +1,97 @@
+// Moving trees into and out of a real local sandbox through the gateway: nested and empty
+// directories, non-ASCII names, executable bits, and files larger than one gateway call.
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { GatewayClient } from '../../../protocol/kruntimes/gatewayClient';
+import { stopGateway } from '../../../server/gateway/daemonClient';
+import { createLogger } from '../../../server/log';
+import { LocalSandboxProvider } from '../../../server/sandboxes/localProvider';
+import { downloadTree, uploadTree } from '../../../server/sandboxes/transfer';
+
+const REPO = path.resolve(__dirname, '../../..');
+
+function describeTree(root: string): string[] {
+  const out: string[] = [];
+  const visit = (rel: string) => {
+    for (const name of fs.readdirSync(path.join(root, rel)).sort()) {
+      const r = rel ? `${rel}/${name}` : name;
+      const st = fs.statSync(path.join(root, r));
+      if (st.isDirectory()) {
+        out.push(`d ${r}`);
+        visit(r);
+      } else {
+        const digest = createHash('sha256').update(fs.readFileSync(path.join(root, r))).digest('hex').slice(0, 16);
+        out.push(`f ${r} ${st.size} ${st.mode & 0o111 ? 'x' : '-'} ${digest}`);
+      }
+    }
+  };
+  visit('');
+  return out;
+}
+
+describe('sandbox tree transfer (real local gateway)', function () {
+  this.timeout(60_000);
+  let work: string;
+  let provider: LocalSandboxProvider;
+  let client: GatewayClient;
+
+  before(async () => {
+    work = fs.mkdtempSync(path.join(os.tmpdir(), 'transfer-'));
+    provider = new LocalSandboxProvider({
+      stateDir: path.join(work, 'state'),
+      gatewayCommand: [process.execPath, '--import', 'tsx', path.join(REPO, 'server/main.ts'), 'gateway'],
+      log: createLogger(fs.createWriteStream('/dev/null'), 'error'),
+    });
+    const sandbox = await provider.create({ provider: 'local', runtime: 'process', namespace: 'default' }, { waitForReady: true });
+    const connection = await provider.open(sandbox.ref);
+    client = new GatewayClient({ endpoint: connection.endpoint, token: connection.token });
+  });
+
+  after(async () => {
+    await client?.close();
+    await stopGateway({ stateDir: path.join(work, 'state') });
+    fs.rmSync(work, { recursive: true, force: true });
+  });
+
+  it('round-trips a tree byte for byte, with empty directories and executable bits', async () => {
+    const src = path.join(work, 'src');
+    fs.mkdirSync(path.join(src, 'a/b/empty'), { recursive: true });
+    fs.writeFileSync(path.join(src, 'a/b/note.txt'), 'note\n');
+    fs.writeFileSync(path.join(src, 'run.sh'), '#!/bin/sh\necho ok\n', { mode: 0o755 });
+    fs.writeFileSync(path.join(src, '深 x.txt'), '好');
+    fs.writeFileSync(path.join(src, 'empty.bin'), '');
+    const big = Buffer.alloc(1_900_000);
+    for (let i = 0; i < big.length; i++) big[i] = (i * 7 + (i >> 11)) & 0xff;
+    fs.writeFileSync(path.join(src, 'a/big.bin'), big);
+
+    const seen: number[] = [];
+    const up = await uploadTree(client, src, 'copy', { progress: (done) => seen.push(done) });
+    assert.equal(up.files, 5);
+    assert.equal(up.bytes, 5 + 18 + 3 + 1_900_000);
+    assert.equal(seen.at(-1), up.bytes);
+
+    const back = path.join(work, 'back');
+    const down = await downloadTree(client, 'copy', back);
+    assert.equal(down.files, 5);
+    assert.deepEqual(describeTree(back), describeTree(src));
+    const names = (await client.listPage({ path: 'copy' })).entries.map((e) => e.path);
+    assert.ok(!names.some((n) => n.includes('.upload-')), `no part files left: ${names.join(', ')}`);
+  });
+
+  it('skips what the caller excludes and refuses to overwrite an existing local folder', async () => {
+    const dest = path.join(work, 'partial');
+    await downloadTree(client, 'copy', dest, { skip: (rel) => rel === 'a' || rel.endsWith('.bin') });
+    assert.deepEqual(fs.readdirSync(dest).sort(), ['run.sh', '深 x.txt']);
+    await assert.rejects(downloadTree(client, 'copy', dest), /EEXIST/);
+  });
+
+  it('refuses symbolic links in the source', async () => {
+    const src = path.join(work, 'links');
+    fs.mkdirSync(src);
+    fs.symlinkSync('/etc/passwd', path.join(src, 'pw'));
+    await assert.rejects(uploadTree(client, src, 'links'), (e: unknown) => (e as { code?: string }).code === 'unsupported_entry');
+  });
+});
