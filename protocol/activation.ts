@@ -146,12 +146,16 @@ export const ForkResultSchema = z.strictObject({
   forkId: IdentifierSchema,
   target: SessionRevisionRefSchema,
   forkedFrom: SessionRevisionRefSchema,
-  /** What the re-key hook did to the state identity (e.g. rewrote makaSessionId, or left an unknown media type as is). */
-  rekey: z.strictObject({
-    mediaType: z.string(),
-    changed: z.boolean(),
-    note: z.string(),
-  }),
+  /** What the re-key hook did to the state identity (e.g. rewrote makaSessionId, or left an unknown media type as is); absent on a deduplicated retry. */
+  rekey: z
+    .strictObject({
+      mediaType: z.string(),
+      changed: z.boolean(),
+      note: z.string(),
+    })
+    .optional(),
+  /** True when the fork was already completed by an earlier call with this forkId. */
+  deduplicated: z.boolean(),
 });
 export type ForkResult = z.infer<typeof ForkResultSchema>;
 

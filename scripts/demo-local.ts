@@ -1,5 +1,5 @@
-// `npm start` until the extension replaces it: opens a local sandbox (starting the gateway
-// daemon if needed), runs a command in it, closes it with Drain and prints where its
+// `npm run demo`: the local runtime without an editor — opens a local sandbox (starting the
+// gateway daemon if needed), runs a command in it, closes it with Drain and prints where its
 // artifacts are. Run: tsx scripts/demo-local.ts  (this file also serves as the daemon entry
 // when it re-launches itself with `gateway`).
 import { runGatewayCommand } from '../server/cli/gateway';

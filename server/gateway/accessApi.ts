@@ -19,6 +19,7 @@ import { isValidOperationId } from '../local/execRecord';
 import type { BearerAuth } from './auth';
 import { BodyTooLargeError, goJsonBytes, readBody, sendError, sendJson } from './httpBodies';
 import { decodeOperation } from './operationDecode';
+import type { AccessRequestCounters } from './requestCounters';
 
 export interface AccessLimits {
   maxRequestBodyBytes: number;
@@ -107,6 +108,7 @@ export class AccessApi {
     private readonly runtime: LocalRuntime,
     private readonly auth: BearerAuth,
     private readonly limits: AccessLimits,
+    private readonly counters?: AccessRequestCounters,
   ) {}
 
   async handle(req: IncomingMessage, res: ServerResponse, route: AccessRoute, url: URL): Promise<void> {
@@ -123,6 +125,7 @@ export class AccessApi {
       const auth = this.auth.check(req.headers);
       if (!auth.ok) return sendError(res, auth.status, auth.message);
       if (req.method !== METHODS[route.kind]) return sendError(res, 405, GatewayMessages.methodNotAllowed);
+      this.counters?.record(route.uid, route.kind);
       switch (route.kind) {
         case 'status':
           return this.status(res, session);

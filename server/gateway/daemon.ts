@@ -14,6 +14,7 @@ import { BearerAuth, newToken } from './auth';
 import { sendError } from './httpBodies';
 import { RunsApi, matchRunsRoute } from './runsApi';
 import { readGatewayState, writeGatewayState, type GatewayState } from './stateFile';
+import { AccessRequestCounters } from './requestCounters';
 
 export interface GatewayOptions {
   stateDir: string;
@@ -76,8 +77,9 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     log: opts.log,
     tickMs: opts.tickMs,
   });
-  const access = new AccessApi(runtime, auth, limits);
-  const runs = new RunsApi(runtime, auth, GatewayLimits.maxRequestBodyBytes);
+  const counters = new AccessRequestCounters();
+  const access = new AccessApi(runtime, auth, limits, counters);
+  const runs = new RunsApi(runtime, auth, GatewayLimits.maxRequestBodyBytes, counters);
   let inFlight = 0;
 
   const server = http.createServer({ maxHeaderSize: 1 << 20 }, (req, res) => {

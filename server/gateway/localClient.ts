@@ -28,6 +28,7 @@ export class LocalApiError extends Error {
 
 const RunListSchema = z.looseObject({ items: z.array(RunSchema) });
 const OperationsSchema = z.looseObject({ items: z.array(ExecRecordSchema) });
+const RequestCountsSchema = z.object({ requests: z.record(z.string(), z.number().int().min(0)) });
 
 export class LocalGatewayClient {
   constructor(
@@ -85,6 +86,10 @@ export class LocalGatewayClient {
   }
   async deleteRun(ns: string, name: string): Promise<Run> {
     return RunSchema.parse(await this.send('DELETE', this.runsPath(ns, name), undefined, { timeoutMs: 30_000 }));
+  }
+  /** Access API requests the Run has served since the daemon started, by kind (a diagnostic). */
+  async requests(ns: string, name: string): Promise<Record<string, number>> {
+    return RequestCountsSchema.parse(await this.send('GET', `${this.runsPath(ns, name)}/requests`)).requests;
   }
   async operations(ns: string, name: string): Promise<ExecRecord[]> {
     return OperationsSchema.parse(await this.send('GET', `${this.runsPath(ns, name)}/operations`)).items;

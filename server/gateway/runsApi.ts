@@ -8,11 +8,13 @@ import { ApiStatusError } from '../local/apiStatusError';
 import type { LocalRuntime, RunEvent } from '../local/localRuntime';
 import type { BearerAuth } from './auth';
 import { BodyTooLargeError, goJsonBytes, readBody } from './httpBodies';
+import type { AccessRequestCounters } from './requestCounters';
 
 export type RunsRoute =
   | { kind: 'collection'; ns: string | undefined }
   | { kind: 'item'; ns: string; name: string }
-  | { kind: 'operations'; ns: string; name: string };
+  | { kind: 'operations'; ns: string; name: string }
+  | { kind: 'requests'; ns: string; name: string };
 
 export function matchRunsRoute(pathname: string): RunsRoute | undefined {
   const seg = pathname.split('/').slice(1);
@@ -29,6 +31,7 @@ export function matchRunsRoute(pathname: string): RunsRoute | undefined {
   if (d.length === 5) return { kind: 'collection', ns };
   if (d.length === 6 && d[5]) return { kind: 'item', ns, name: d[5] };
   if (d.length === 7 && d[5] && d[6] === 'operations') return { kind: 'operations', ns, name: d[5] };
+  if (d.length === 7 && d[5] && d[6] === 'requests') return { kind: 'requests', ns, name: d[5] };
   return undefined;
 }
 
@@ -56,6 +59,7 @@ export class RunsApi {
     private readonly runtime: LocalRuntime,
     private readonly auth: BearerAuth,
     private readonly maxRequestBodyBytes: number,
+    private readonly counters?: AccessRequestCounters,
   ) {}
 
   async handle(req: IncomingMessage, res: ServerResponse, route: RunsRoute, url: URL): Promise<void> {
@@ -89,6 +93,9 @@ export class RunsApi {
           return sendObject(res, 200, await this.runtime.patch(route.ns, route.name, patch));
         }
         if (method === 'DELETE') return sendObject(res, 200, await this.runtime.delete(route.ns, route.name));
+      } else if (method === 'GET' && route.kind === 'requests') {
+        const uid = this.runtime.get(route.ns, route.name).metadata.uid ?? '';
+        return sendObject(res, 200, { requests: this.counters?.get(uid) ?? {} });
       } else if (method === 'GET') {
         return sendObject(res, 200, { items: await this.runtime.operations(route.ns, route.name) });
       }

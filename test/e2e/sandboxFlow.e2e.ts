@@ -11,7 +11,7 @@ import { type Browser, chromium, type Page } from 'playwright-core';
 import { ensureGateway, stopGateway } from '../../server/gateway/daemonClient';
 import { LocalGatewayClient, endpointPathOf } from '../../server/gateway/localClient';
 import type { Run } from '../../protocol/kruntimes/run';
-import { CHROMIUM_ARGS, type CodeServer, startCodeServer } from '../integration/codeServer';
+import { CHROMIUM_ARGS, type CodeServer, startCodeServer } from '../../scripts/vscodeHost';
 import { packageExtension, REPO_ROOT } from '../../scripts/packageExtension';
 import { Workbench } from './workbench';
 

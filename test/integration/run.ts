@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { format } from 'node:util';
 import { chromium } from 'playwright-core';
-import { CHROMIUM_ARGS, REPO_ROOT, startCodeServer } from './codeServer';
+import { CHROMIUM_ARGS, REPO_ROOT, startCodeServer } from '../../scripts/vscodeHost';
 
 const SUITE_OUT = path.join(REPO_ROOT, '.test-tmp', 'integration');
 

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import * as vscode from 'vscode';
 import type { SandboxSummary } from '../../../protocol/sandboxes';
-import { api, newLocalSandbox, until } from './helpers';
+import { api, gatewayRequests, newLocalSandbox, until } from './helpers';
 
 const text = (s: string) => new TextEncoder().encode(s);
 const read = async (uri: vscode.Uri) => new TextDecoder().decode(await vscode.workspace.fs.readFile(uri));
@@ -79,6 +79,7 @@ describe('sandbox: file system', () => {
     exported.fileSystem.commandRanIn(sandbox.key, '');
     const files = exported.fileSystem.filesOf(sandbox.key);
     const before = { ...files.counters };
+    const atGatewayBefore = await gatewayRequests(sandbox.ref.name);
     const entries = await vscode.workspace.fs.readDirectory(uri('many'));
     assert.equal(entries.length, 2000);
     // What the explorer and other extensions do next: stat each entry, and probe for config files.
@@ -89,6 +90,12 @@ describe('sandbox: file system', () => {
     const listCalls = files.counters.listPages - before.listPages;
     assert.ok(listCalls < 3, `listing calls: ${listCalls}`);
     assert.equal(files.counters.reads - before.reads, 0, 'no per-entry reads');
+    // The same, counted by the gateway: the listing pages of `many`, and nothing per entry.
+    const atGatewayAfter = await gatewayRequests(sandbox.ref.name);
+    const delta = (kind: string) => (atGatewayAfter[kind] ?? 0) - (atGatewayBefore[kind] ?? 0);
+    assert.ok(delta('list') < 3, `listing calls at the gateway: ${delta('list')}`);
+    assert.equal(delta('read'), 0, 'no reads at the gateway');
+    assert.equal(delta('status'), 0, 'no status calls at the gateway');
   });
 
   it('is read-only while the sandbox is Finalizing (Drain), then refuses writes', async () => {

@@ -1,4 +1,6 @@
 // Shared helpers of the integration suite (runs inside the real extension host).
+import fs from 'node:fs';
+import path from 'node:path';
 import * as vscode from 'vscode';
 import type { SandboxSessionsApi } from '../../../extension/extension';
 import type { SandboxSummary } from '../../../protocol/sandboxes';
@@ -36,4 +38,17 @@ export async function until(condition: () => boolean | Promise<boolean>, what: s
 export function plain(text: string): string {
   // eslint-disable-next-line no-control-regex -- terminal output is control sequences
   return text.replace(/\x1b\[[0-9;?]*[A-Za-z]/g, '');
+}
+
+/**
+ * The Runtime access API requests a local sandbox has served, counted by the local gateway
+ * itself (its state file names the port and token; the suite runs as the same user).
+ */
+export async function gatewayRequests(name: string, namespace = 'default'): Promise<Record<string, number>> {
+  const stateDir = process.env.SANDBOX_SESSIONS_STATE_DIR;
+  if (!stateDir) throw new Error('SANDBOX_SESSIONS_STATE_DIR is not set for the extension host');
+  const state = JSON.parse(fs.readFileSync(path.join(stateDir, 'gateway.json'), 'utf8')) as { url: string; token: string };
+  const res = await fetch(`${state.url}/local/v1/namespaces/${namespace}/runs/${name}/requests`, { headers: { authorization: `Bearer ${state.token}` } });
+  if (!res.ok) throw new Error(`requests: HTTP ${res.status}`);
+  return ((await res.json()) as { requests: Record<string, number> }).requests;
 }

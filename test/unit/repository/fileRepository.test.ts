@@ -10,6 +10,7 @@ import { isSessionRepositoryError } from '../../../server/repository/errors';
 import { acquireFileLock } from '../../../server/repository/fileLock';
 import { defaultFileRepositoryRoot, openFileSessionRepository, STATE_FILE } from '../../../server/repository/fileRepository';
 import { resolveRepositoryLocation } from '../../../server/repository/open';
+import { FILE_STATE_SCHEMA_VERSION } from '../../../server/repository/fileState';
 import { publishBundle } from '../../fixtures/repository/bundles';
 import { runFixture } from '../../fixtures/repository/child';
 import { scratchBase } from '../../fixtures/repository/harness';
@@ -201,7 +202,7 @@ describe('file repository', function () {
 
     it('a newer schema version is refused with an upgrade hint', async () => {
       mutate((doc) => {
-        doc.schemaVersion = 2;
+        doc.schemaVersion = FILE_STATE_SCHEMA_VERSION + 1;
       });
       const err = await rejectsWith(openFileSessionRepository({ storageRoot }), 'io_failure');
       assert.match(err.message, /upgrade/);

@@ -1,13 +1,14 @@
 // Starts a real VS Code — code-server from the npm registry, installed by
-// scripts/install-vscode-host.sh into .vscode-host/ — on a private loopback port with a fresh
-// HOME, user-data and extensions folders, and stops its whole process group afterwards.
+// scripts/install-vscode-host.sh into .vscode-host/ — on a loopback port with its own HOME,
+// user-data and extensions folders, and stops its whole process group afterwards. Used by the
+// integration and e2e tests and by `npm start`.
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 
-export const REPO_ROOT = path.resolve(__dirname, '../..');
+export const REPO_ROOT = path.resolve(__dirname, '..');
 
 export interface CodeServer {
   url: string;
@@ -41,9 +42,19 @@ async function freePort(): Promise<number> {
   });
 }
 
-export async function startCodeServer(
-  options: { env?: NodeJS.ProcessEnv; extraArgs?: string[]; workDir?: string; installVsix?: string } = {},
-): Promise<CodeServer> {
+export interface StartOptions {
+  env?: NodeJS.ProcessEnv;
+  extraArgs?: string[];
+  /** Where HOME, user data and extensions live (default: a new temp folder). */
+  workDir?: string;
+  installVsix?: string;
+  /** Require this password (default: none — only for tests on a private loopback port). */
+  password?: string;
+  /** Keep the user's settings between runs (default: the test settings are written). */
+  keepSettings?: boolean;
+}
+
+export async function startCodeServer(options: StartOptions = {}): Promise<CodeServer> {
   const { node, entry } = installHost();
   const work = options.workDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'sandbox-sessions-vscode-'));
   const home = path.join(work, 'home');
@@ -54,10 +65,12 @@ export async function startCodeServer(
   if (options.installVsix) installExtension(options.installVsix, extensionsDir, userDataDir);
   const port = await freePort();
   const config = path.join(work, 'config.yaml');
-  fs.writeFileSync(config, `bind-addr: 127.0.0.1:${port}\nauth: none\ncert: false\n`);
+  const auth = options.password ? `auth: password\npassword: ${options.password}\n` : 'auth: none\n';
+  fs.writeFileSync(config, `bind-addr: 127.0.0.1:${port}\n${auth}cert: false\n`, { mode: 0o600 });
   fs.mkdirSync(path.join(userDataDir, 'User'), { recursive: true });
-  fs.writeFileSync(
-    path.join(userDataDir, 'User', 'settings.json'),
+  const settings = path.join(userDataDir, 'User', 'settings.json');
+  if (!options.keepSettings || !fs.existsSync(settings)) fs.writeFileSync(
+    settings,
     JSON.stringify({
       'workbench.startupEditor': 'none',
       'terminal.integrated.gpuAcceleration': 'off',

@@ -1,0 +1,70 @@
+// `npm start`: build, start the local gateway, create a local sandbox, and open VS Code with the
+// extension and that sandbox as the workspace folder — the desktop `code` when it is on PATH,
+// otherwise code-server in the browser on 127.0.0.1 (URL and password printed). Ctrl+C stops the
+// editor; the gateway and the sandbox keep running (`sandbox-sessions gateway --stop` ends them).
+import { execFileSync, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { sandboxKey } from '../protocol/sandboxes';
+import { ensureGateway } from '../server/gateway/daemonClient';
+import { endpointPathOf, LocalGatewayClient } from '../server/gateway/localClient';
+import { packageExtension, REPO_ROOT } from './packageExtension';
+import { startCodeServer } from './vscodeHost';
+
+function onPath(command: string): boolean {
+  try {
+    execFileSync('sh', ['-c', `command -v ${command}`], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function main(): Promise<void> {
+  console.log('building and packaging the extension…');
+  const vsix = packageExtension();
+  const gateway = await ensureGateway({ command: [process.execPath, path.join(REPO_ROOT, 'dist/server.js'), 'gateway'] });
+  const api = new LocalGatewayClient(gateway.url, gateway.token);
+  const created = await api.createRun('default', {
+    apiVersion: 'kruntimes.io/v1alpha1',
+    kind: 'Run',
+    metadata: { generateName: 'sbx-', namespace: 'default' },
+    spec: { runtime: 'process', mode: { session: { idleTimeoutSeconds: 3600 } } },
+  });
+  const run = await api.waitPhase('default', created.metadata.name ?? '', ['Ready']);
+  const name = run.metadata.name ?? '';
+  if (run.status?.phase !== 'Ready') throw new Error(`the sandbox ${name} did not become Ready: ${run.status?.message ?? run.status?.phase}`);
+  await api.execute(endpointPathOf(run), {
+    writeFile: {
+      path: 'README.md',
+      contents: Buffer.from(
+        `# ${name}\n\nA local sandbox (backend: process, no isolation). Open a terminal with "Sandbox Sessions: Open Terminal",\n` +
+          'and close it with "Sandbox Sessions: Close Sandbox (Drain)" to export what you put in $KRUNTIME_ARTIFACTS_DIR.\n',
+      ).toString('base64'),
+    },
+  });
+  const folder = `sandbox://${sandboxKey({ provider: 'local', context: 'local', namespace: 'default', name })}/`;
+  console.log(`sandbox ${name} is Ready (gateway ${gateway.url}, pid ${gateway.pid})`);
+
+  if (onPath('code')) {
+    console.log('opening VS Code…');
+    spawn('code', ['--extensionDevelopmentPath', REPO_ROOT, '--folder-uri', folder], { stdio: 'inherit', detached: true }).unref();
+    return;
+  }
+  const home = path.join(process.env.XDG_DATA_HOME ?? path.join(os.homedir(), '.local', 'share'), 'sandbox-sessions', 'code-server');
+  fs.mkdirSync(home, { recursive: true, mode: 0o700 });
+  const password = randomBytes(12).toString('base64url');
+  console.log('no desktop `code` on PATH: starting code-server (installed into .vscode-host/ on first use)…');
+  const server = await startCodeServer({ workDir: home, installVsix: vsix, password, keepSettings: true });
+  console.log(`\nopen ${server.url}/?folder=${encodeURIComponent(folder)}\npassword: ${password}\n(Ctrl+C stops code-server; the sandbox keeps running)`);
+  const stop = () => void server.stop().then(() => process.exit(0));
+  process.on('SIGINT', stop);
+  process.on('SIGTERM', stop);
+}
+
+main().catch((err: unknown) => {
+  console.error(`npm start: ${err instanceof Error ? err.message : String(err)}`);
+  process.exit(1);
+});

@@ -1,0 +1,207 @@
+// Seed 000's validation sequence as tests, on the real local gateway with real processes and the
+// file repository: fresh-sandbox E2E, dedupe without invoking the agent, a sandbox killed before
+// commit, a CAS loser, serialized concurrent activations, agent failures that commit nothing, and
+// outcomes that do commit.
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import type { ActivationEvent } from '../../../protocol/activation';
+import { hydrateSessionBundle } from '../../../server/bundle';
+import { materializeSessionCheckpointV1 } from '../../../server/repository/checkpoint';
+import { DEFAULT_PEOPLE_LIMITS } from '../../../protocol/bundle';
+import { type ActivationWorld, createActivationWorld, message } from '../../fixtures/activation/harness';
+
+async function checkoutTree(world: ActivationWorld, sessionId: string, revision?: string): Promise<string> {
+  const rev = revision ? await world.repo.checkoutExact({ sessionId, revision }) : await world.repo.checkoutCurrent(sessionId);
+  const dir = fs.mkdtempSync(path.join(world.dir, 'checkout-'));
+  const bundle = await materializeSessionCheckpointV1({ objectStore: world.repo.objects, checkpoint: rev.checkpoint, destination: path.join(dir, 'b.tar.zst'), maxBytes: 1 << 30 });
+  const h = await hydrateSessionBundle({ source: { path: bundle.path, expectedArchiveDigest: bundle.expectedArchiveDigest }, expectedSessionId: sessionId, destinationRoot: path.join(dir, 'tree'), limits: DEFAULT_PEOPLE_LIMITS });
+  return h.destinationRoot;
+}
+
+async function sandboxNames(world: ActivationWorld): Promise<string[]> {
+  return (await world.provider.list({})).map((s) => s.ref.name);
+}
+
+function response(result: { outcome?: { response?: unknown } }): { text: string; turn: number; history: string[]; makaSessionId: string } {
+  return result.outcome?.response as { text: string; turn: number; history: string[]; makaSessionId: string };
+}
+
+describe('activation runner (real local gateway, fresh sandboxes)', function () {
+  this.timeout(120_000);
+  let world: ActivationWorld;
+
+  before(async () => {
+    world = await createActivationWorld();
+  });
+  after(async () => {
+    await world?.dispose();
+  });
+
+  it('fresh-sandbox E2E: create → activate → commit → sandbox gone → activate in another fresh sandbox sees state and files; a retry is deduplicated', async () => {
+    const runner = world.runner();
+    const events: ActivationEvent[] = [];
+    const phases: string[] = [];
+    const first = await runner.run(message('e2e', 'a1', 'hello'), { onEvent: (e) => events.push(e), onProgress: (p) => phases.push(p) });
+    assert.equal(first.commit, 'committed', JSON.stringify(first));
+    assert.equal(first.revision, 'r1');
+    assert.equal(first.deduplicated, false);
+    assert.equal(first.outcome?.status, 'completed');
+    assert.deepEqual(
+      events.map((e) => e.type),
+      ['start', 'runtime_event', 'runtime_event', 'outcome'],
+    );
+    assert.equal(response(first).turn, 1);
+    assert.deepEqual(await sandboxNames(world), [], 'the first sandbox is gone');
+    assert.deepEqual(phases.slice(0, 6), ['admission', 'checkout', 'sandbox', 'hydrate', 'agent', 'pack']);
+
+    const second = await runner.run(message('e2e', 'a2', 'again'));
+    assert.equal(second.commit, 'committed');
+    assert.equal(second.revision, 'r2');
+    const r = response(second);
+    assert.equal(r.turn, 2);
+    assert.deepEqual(r.history, ['hello'], 'the agent saw the first turn');
+    assert.equal(r.makaSessionId, response(first).makaSessionId, 'the Maka session id was carried by the identity descriptor');
+    assert.deepEqual(await sandboxNames(world), []);
+
+    const tree = await checkoutTree(world, 'e2e');
+    assert.equal(fs.readFileSync(path.join(tree, 'workspace/notes.md'), 'utf8'), 'turn 1: hello\nturn 2: again\n');
+    assert.equal(JSON.parse(fs.readFileSync(path.join(tree, 'state-identity.json'), 'utf8')).makaSessionId, r.makaSessionId);
+    const head = await world.repo.checkoutCurrent('e2e');
+    assert.equal(head.lastCommittedActivationId, 'a2');
+
+    // Retrying a committed id: the stored outcome, the agent is not invoked.
+    const before = world.invocations().length;
+    const retryEvents: ActivationEvent[] = [];
+    const retry = await runner.run(message('e2e', 'a2', 'again'), { onEvent: (e) => retryEvents.push(e) });
+    assert.equal(retry.deduplicated, true);
+    assert.equal(retry.revision, 'r2');
+    assert.deepEqual(retry.outcome, second.outcome);
+    assert.equal(world.invocations().length, before, 'the agent was not invoked');
+    assert.equal(retryEvents.length, 0);
+    assert.equal((await world.repo.checkoutCurrent('e2e')).ref.revision, 'r2');
+    assert.deepEqual(world.invocations(), ['a1', 'a2']);
+  });
+
+  it('a sandbox killed before commit: nothing committed, the previous revision intact; retrying the id runs once and commits once', async () => {
+    const runner = world.runner();
+    await runner.run(message('kill', 'k1', 'base'));
+    const gate = path.join(world.dir, 'kill-gate');
+    const request = message('kill', 'k2', `!waitfor ${gate}`);
+    let killed = false;
+    const result = await runner.run(request, {
+      onEvent: (e) => {
+        if (e.type === 'runtime_event' && !killed) {
+          killed = true;
+          void (async () => {
+            const record = await world.repo.activations.get('kill', 'k2');
+            assert.ok(record?.sandbox, 'the activation record names its sandbox');
+            await world.provider.terminate(record.sandbox, 'Immediate', { wait: false });
+          })();
+        }
+      },
+    });
+    assert.equal(killed, true);
+    assert.equal(result.commit, 'not_committed');
+    assert.ok(['sandbox_lost', 'agent_failed'].includes(result.error?.code ?? ''), JSON.stringify(result.error));
+    assert.equal(result.outcome, undefined);
+    const head = await world.repo.checkoutCurrent('kill');
+    assert.equal(head.ref.revision, 'r1');
+    const tree = await checkoutTree(world, 'kill');
+    assert.equal(fs.readFileSync(path.join(tree, 'workspace/notes.md'), 'utf8'), 'turn 1: base\n');
+    assert.equal((await world.repo.activations.get('kill', 'k2'))?.state, 'aborted');
+    assert.deepEqual(await sandboxNames(world), [], 'the killed sandbox was removed too');
+
+    fs.writeFileSync(gate, '');
+    const retry = await runner.run(request);
+    assert.equal(retry.commit, 'committed', JSON.stringify(retry));
+    assert.equal(retry.revision, 'r2');
+    assert.equal(retry.attempt, 2);
+    assert.equal(retry.deduplicated, false);
+    const again = await runner.run(request);
+    assert.equal(again.deduplicated, true);
+    assert.deepEqual(world.invocations().filter((id) => id === 'k2').length, 2, 'killed once, run once after');
+    const revisions = await world.repo.listRevisions('kill');
+    assert.deepEqual(
+      revisions.map((r) => r.lastCommittedActivationId),
+      ['k2', 'k1'],
+      'k2 committed exactly once',
+    );
+  });
+
+  it('a CAS loser returns revision_conflict and never its output', async () => {
+    const runner = world.runner();
+    await runner.run(message('cas', 'c1', 'base'));
+    const gate = path.join(world.dir, 'cas-gate');
+    const events: ActivationEvent[] = [];
+    const running = runner.run(message('cas', 'c2', `!waitfor ${gate}`), {
+      onEvent: (e) => {
+        events.push(e);
+        if (e.type === 'runtime_event' && events.filter((x) => x.type === 'runtime_event').length === 1) {
+          void (async () => {
+            // Another writer (not going through the lease) commits first.
+            const head = await world.repo.checkoutCurrent('cas');
+            await world.repo.commit({ sessionId: 'cas', expectedRevision: head.ref.revision, checkpoint: head.checkpoint, lastCommittedActivationId: 'outside' });
+            fs.writeFileSync(gate, '');
+          })();
+        }
+      },
+    });
+    const result = await running;
+    assert.equal(result.commit, 'not_committed');
+    assert.equal(result.error?.code, 'revision_conflict');
+    assert.equal(result.outcome, undefined, 'no output from a loser');
+    assert.equal(result.revision, undefined);
+    assert.ok(events.some((e) => e.type === 'outcome'), 'the provisional outcome was streamed');
+    const head = await world.repo.checkoutCurrent('cas');
+    assert.equal(head.ref.revision, 'r2');
+    assert.equal(head.lastCommittedActivationId, 'outside');
+    assert.equal((await world.repo.activations.get('cas', 'c2'))?.state, 'aborted');
+  });
+
+  it('two concurrent activations of one session are serialized (the second waits for the lease)', async () => {
+    const runner = world.runner();
+    const [x, y] = await Promise.all([runner.run(message('conc', 'x', 'one')), runner.run(message('conc', 'y', 'two'))]);
+    assert.equal(x.commit, 'committed', JSON.stringify(x));
+    assert.equal(y.commit, 'committed', JSON.stringify(y));
+    assert.deepEqual([x.revision, y.revision].sort(), ['r1', 'r2']);
+    const later = x.revision === 'r2' ? x : y;
+    const earlier = later === x ? y : x;
+    assert.deepEqual(response(later).history, [response(earlier).text.replace(/^turn 1: /, '')], 'the later one saw the earlier one');
+    // With no queueing allowed, the second is refused outright.
+    const refusing = world.runner({ lease: { queueTimeoutMs: 0 } });
+    const gate = path.join(world.dir, 'conc-gate');
+    const holding = runner.run(message('conc', 'z1', `!waitfor ${gate}`));
+    while (!world.invocations().includes('z1')) await new Promise((r) => setTimeout(r, 20));
+    await assert.rejects(refusing.run(message('conc', 'z2', 'refused')), (err: Error & { code?: string }) => err.code === 'session_busy');
+    await assert.rejects(refusing.run(message('conc', 'z1', `!waitfor ${gate}`)), (err: Error & { code?: string }) => err.code === 'activation_in_progress');
+    fs.writeFileSync(gate, '');
+    assert.equal((await holding).commit, 'committed');
+    assert.equal(world.invocations().includes('z2'), false);
+    // A refused id can run later.
+    assert.equal((await refusing.run(message('conc', 'z2', 'refused'))).revision, 'r4');
+  });
+
+  it('agent failures commit nothing: crash, hang (timeout), a secret in the workspace (policy); outcomes commit: blocked', async () => {
+    const runner = world.runner({ timeoutMs: 4_000 });
+    await runner.run(message('fail', 'f0', 'base'));
+    const crash = await runner.run(message('fail', 'f1', '!crash'));
+    assert.equal(crash.error?.code, 'agent_failed');
+    assert.match(crash.error?.message ?? '', /exited with 70.*crashing on purpose/s);
+    const hang = await runner.run(message('fail', 'f2', '!hang'));
+    assert.equal(hang.error?.code, 'activation_timeout');
+    const secret = await runner.run(message('fail', 'f3', '!write .env'));
+    assert.equal(secret.error?.code, 'policy_rejected');
+    assert.match(secret.error?.message ?? '', /\.env/);
+    assert.equal((await world.repo.checkoutCurrent('fail')).ref.revision, 'r1', 'nothing was committed');
+    assert.deepEqual(await sandboxNames(world), []);
+    const blocked = await runner.run(message('fail', 'f4', '!block'));
+    assert.equal(blocked.commit, 'committed');
+    assert.equal(blocked.outcome?.status, 'blocked');
+    assert.equal(blocked.outcome?.requiredAction, 'grant_permission');
+    const failed = await runner.run(message('fail', 'f5', '!fail'));
+    assert.equal(failed.outcome?.status, 'retryable_failure');
+    assert.equal(failed.revision, 'r3');
+    await assert.rejects(runner.run(message('fail', 'f5', 'different stimulus')), (err: Error & { code?: string }) => err.code === 'idempotency_conflict');
+  });
+});
