@@ -3,7 +3,7 @@
 // to `operations:execute` where streaming is missing), `cd` tracked and validated by the
 // sandbox, Ctrl+C cancelling the running operation, and failures explained in words.
 import path from 'node:path/posix';
-import { GatewayError } from '../../protocol/kruntimes/gatewayErrors';
+import { GatewayError, GatewayTransportError } from '../../protocol/kruntimes/gatewayErrors';
 import { decodeCommandResult } from '../../protocol/kruntimes/gatewayClient';
 import { GrpcCode } from '../../protocol/kruntimes/gateway';
 import type { SandboxConnection } from '../sandboxes/connection';
@@ -156,7 +156,8 @@ export class TerminalSession {
     } catch (err) {
       if (controller.signal.aborted) this.options.write(`${YELLOW}[cancelled]${RESET}\r\n`);
       else this.options.write(`${RED}${describeGatewayFailure(err, this.options.connection.label)}${RESET}\r\n`);
-      if (err instanceof GatewayError && err.status === 401) this.options.connection.invalidate();
+      // A new token or endpoint (the local gateway restarted, a token expired) is fetched on the next command.
+      if ((err instanceof GatewayError && err.status === 401) || err instanceof GatewayTransportError) this.options.connection.invalidate();
     } finally {
       this.running = undefined;
       this.runningOperationId = undefined;

@@ -123,3 +123,39 @@ describe('companion server: sandboxes on the local runtime', function () {
     await rejectsWith(request('sandboxes/get', { ref: second.ref }), 'not_found');
   });
 });
+
+describe('companion server: the local gateway restarts underneath it', function () {
+  this.timeout(60_000);
+  it('finds (or starts) the daemon again and keeps serving the same sandboxes', async () => {
+    const work = fs.mkdtempSync(path.join(os.tmpdir(), 'companion-restart-'));
+    const stateDir = path.join(work, 'state');
+    const server = spawnCompanion({ SANDBOX_SESSIONS_STATE_DIR: stateDir });
+    try {
+      await server.connection.sendRequest('initialize', { clientName: 'test', protocolVersion: 1 });
+      const { sandbox } = (await server.connection.sendRequest('sandboxes/create', {
+        spec: { provider: 'local', runtime: 'process', namespace: 'default' },
+      })) as { sandbox: SandboxSummary };
+      const before = JSON.parse(fs.readFileSync(path.join(stateDir, 'gateway.json'), 'utf8')) as { pid: number; token: string };
+      process.kill(before.pid, 'SIGKILL');
+      const { sandboxes } = (await server.connection.sendRequest('sandboxes/list', { provider: 'local' })) as { sandboxes: SandboxSummary[] };
+      assert.deepEqual(
+        sandboxes.map((s) => [s.key, s.phase]),
+        [[sandbox.key, 'Ready']],
+      );
+      const after = JSON.parse(fs.readFileSync(path.join(stateDir, 'gateway.json'), 'utf8')) as { pid: number; token: string };
+      assert.notEqual(after.pid, before.pid, 'a new daemon');
+      const connection = (await server.connection.sendRequest('sandboxes/open', { ref: sandbox.ref })) as SandboxConnection;
+      assert.equal(connection.token, after.token, 'the new token');
+      const client = new GatewayClient({ endpoint: connection.endpoint, token: connection.token });
+      try {
+        assert.equal((await client.runCommand({ argv: ['echo', 'back'] })).stdout.toString(), 'back\n');
+      } finally {
+        await client.close();
+      }
+    } finally {
+      await server.stop();
+      await stopGateway({ stateDir });
+      fs.rmSync(work, { recursive: true, force: true });
+    }
+  });
+});

@@ -1,0 +1,115 @@
+// Activation overhead benchmark: one activation (claim → lease → checkout → fresh local sandbox →
+// hydrate and upload → the test agent's trivial turn → download → snapshot → pack → publish → CAS
+// commit → destroy) of a session of ~1 MB and ~100 MB, against the named baseline: the sum of
+// `tar -cf - | zstd -3` pack and `zstd -d | tar -xf -` unpack of the same tree, in the same run.
+// Overhead = the activation's wall time minus the agent command's own time (the `agent` phase).
+// Prints per-phase times and the ratio overhead / baseline. Real parts: the local gateway daemon
+// (process backend), the file repository, real processes.
+// Run: npx tsx bench/activation.ts [--runs N] [--only 1mb|100mb]
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { DEFAULT_PEOPLE_LIMITS } from '../protocol/bundle';
+import { neutralIdentity } from '../server/activation/stateIdentity';
+import { packSessionBundle } from '../server/bundle';
+import { publishSessionCheckpointV1 } from '../server/repository/checkpoint';
+import { createActivationWorld, message } from '../test/fixtures/activation/harness';
+import { generateTree } from './bundle';
+
+interface Sample {
+  total: number;
+  agent: number;
+  phases: Record<string, number>;
+}
+
+function timeShell(script: string): number {
+  const t0 = process.hrtime.bigint();
+  execFileSync('sh', ['-c', script], { stdio: ['ignore', 'ignore', 'inherit'] });
+  return Number(process.hrtime.bigint() - t0) / 1e6;
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
+
+async function benchSize(label: string, files: number, bytes: number, runs: number): Promise<void> {
+  const world = await createActivationWorld();
+  try {
+    const tree = path.join(world.dir, 'tree');
+    const written = generateTree(tree, files, bytes);
+    fs.mkdirSync(path.join(tree, 'workspace'), { recursive: true });
+    const sessionId = `bench-${label}`;
+    const artifact = await packSessionBundle({
+      stateRoot: path.join(tree, 'state'),
+      workspaceRoot: path.join(tree, 'workspace'),
+      stateIdentity: neutralIdentity(sessionId),
+      envelope: { sessionId },
+      destination: path.join(world.dir, 'seed.tar.zst'),
+      limits: DEFAULT_PEOPLE_LIMITS,
+    });
+    const checkpoint = await publishSessionCheckpointV1({ objectStore: world.repo.objects, compatibilityBundle: artifact });
+    await world.repo.createSession({ sessionId, agentId: 'bench', checkpoint });
+
+    // Baseline on the same tree (page cache warm for both).
+    execFileSync('sh', ['-c', `cat $(find ${tree} -type f) > /dev/null`]);
+    const baseline: number[] = [];
+    for (let i = 0; i < runs; i++) {
+      const out = path.join(world.dir, `base-${i}.tar.zst`);
+      const dest = path.join(world.dir, `base-${i}`);
+      fs.mkdirSync(dest);
+      const pack = timeShell(`tar -cf - -C ${tree} state workspace | zstd -3 -q -o ${out}`);
+      const unpack = timeShell(`zstd -d -q -c ${out} | tar -xf - -C ${dest}`);
+      baseline.push(pack + unpack);
+      fs.rmSync(dest, { recursive: true, force: true });
+      fs.rmSync(out, { force: true });
+    }
+
+    const runner = world.runner();
+    // One warm-up activation (starts the gateway daemon; not measured).
+    await runner.run(message(sessionId, 'warmup', 'warm up'));
+    const samples: Sample[] = [];
+    for (let i = 0; i < runs; i++) {
+      const marks: [string, number][] = [];
+      const t0 = performance.now();
+      const result = await runner.run(message(sessionId, `run-${i}`, `turn ${i}`), { onProgress: (phase) => marks.push([phase, performance.now()]) });
+      const total = performance.now() - t0;
+      if (result.commit !== 'committed') throw new Error(`activation did not commit: ${JSON.stringify(result.error)}`);
+      const phases: Record<string, number> = {};
+      for (let k = 0; k < marks.length; k++) {
+        const [phase, at] = marks[k] as [string, number];
+        const next = marks[k + 1]?.[1] ?? t0 + total;
+        phases[phase] = (phases[phase] ?? 0) + (next - at);
+      }
+      samples.push({ total, agent: phases.agent ?? 0, phases });
+    }
+    const overhead = median(samples.map((s) => s.total - s.agent));
+    const base = median(baseline);
+    const phaseNames = Object.keys(samples[0]?.phases ?? {});
+    console.log(`\n${label}: ${files} files, ${(written / 1e6).toFixed(1)} MB payload, bundle ${(artifact.compressedBytes / 1e6).toFixed(1)} MB (median of ${runs})`);
+    console.log(`  activation total        ${median(samples.map((s) => s.total)).toFixed(0)} ms`);
+    console.log(`  agent command (excluded) ${median(samples.map((s) => s.agent)).toFixed(0)} ms`);
+    for (const p of phaseNames) console.log(`    ${p.padEnd(10)} ${median(samples.map((s) => s.phases[p] ?? 0)).toFixed(0)} ms`);
+    console.log(`  overhead                ${overhead.toFixed(0)} ms`);
+    console.log(`  baseline tar|zstd pack+unpack ${base.toFixed(0)} ms`);
+    console.log(`  ratio overhead / baseline     ${(overhead / base).toFixed(1)}×`);
+  } finally {
+    await world.dispose();
+  }
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({ options: { runs: { type: 'string', default: '3' }, only: { type: 'string' } } });
+  const runs = Number(values.runs);
+  try {
+    execFileSync('zstd', ['--version'], { stdio: 'ignore' });
+  } catch {
+    console.error('bench/activation: the `zstd` command is missing; install it (Debian: apt-get install zstd) to measure the baseline.');
+    process.exit(1);
+  }
+  if (values.only !== '100mb') await benchSize('1mb', 40, 1_000_000, runs);
+  if (values.only !== '1mb') await benchSize('100mb', 400, 100_000_000, runs);
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});
