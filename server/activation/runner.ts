@@ -226,6 +226,14 @@ export class ActivationRunner {
     } catch (err) {
       if (isSessionRepositoryError(err) && ['revision_conflict', 'session_already_exists', 'object_not_found', 'integrity_mismatch'].includes(err.code)) {
         this.options.log.info('a pending commit of an earlier attempt lost; running the activation again', { activationId: record.activationId, code: err.code });
+        // Forget the lost attempt's checkpoint and outcome: this attempt starts over.
+        const reset = await this.repo.activations.update(record.sessionId, record.activationId, token, (r) => {
+          const next: ActivationRecord = { ...r, state: 'running' };
+          delete next.pending;
+          delete next.outcome;
+          return next;
+        });
+        if (!reset) throw new ActivationError('ownership_lost', `activation ${record.activationId} was taken over by another server`);
         return undefined;
       }
       throw err;

@@ -5,10 +5,12 @@
 // "breaker" file so two waiters never both break it — so a SIGKILLed owner does not keep it forever.
 // An in-process promise gate per lock path serializes callers in this process before they touch the file.
 import { createHash, randomUUID } from 'node:crypto';
-import { constants, promises as fsp, readFileSync } from 'node:fs';
+import { constants, promises as fsp } from 'node:fs';
+import { hostname } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import type { SessionBundleOperation } from '../../protocol/bundle';
 import { SessionBundleError } from './errors';
+import { currentProcessIdentity, ownerLiveness } from '../platform/processIdentity';
 import { errnoOf, lstatOrUndefined, sameInode, writeFully } from './fsx';
 
 const POLL_MS = 25;
@@ -31,36 +33,11 @@ export function destinationLockPath(destinationRoot: string): string {
   return join(dirname(destinationRoot), `.maka-session-bundle-publish-${hash}.lock`);
 }
 
-function readProc(path: string): string | null {
-  try {
-    return readFileSync(path, 'utf8').trim();
-  } catch {
-    return null;
-  }
-}
-
-/** Field 22 of /proc/<pid>/stat (start time in clock ticks since boot); null where /proc is missing. */
-export function processStartTime(pid: number): string | null {
-  const stat = readProc(`/proc/${pid}/stat`);
-  if (stat === null) return null;
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return fields[19] ?? null;
-}
-
-const bootId = readProc('/proc/sys/kernel/random/boot_id');
-
+/** Whether the recorded owner may still hold the lock (only a provably dead owner is broken). */
 function ownerIsAlive(owner: LockOwner): boolean {
-  if (owner.bootId !== null && bootId !== null && owner.bootId !== bootId) return false;
-  try {
-    process.kill(owner.pid, 0);
-  } catch (err) {
-    if (errnoOf(err) === 'ESRCH') return false;
-  }
-  if (owner.startTime !== null) {
-    const now = processStartTime(owner.pid);
-    if (now !== null && now !== owner.startTime) return false;
-  }
-  return true;
+  return (
+    ownerLiveness({ host: hostname(), bootId: owner.bootId ?? 'unknown', pid: owner.pid, startTime: owner.startTime ?? 'unknown' }) !== 'dead'
+  );
 }
 
 function parseOwner(text: string): LockOwner | undefined {
@@ -123,7 +100,8 @@ async function acquire(lockPath: string): Promise<{ ino: bigint; dev: bigint }> 
     const handle = await tryCreate(lockPath);
     if (handle !== undefined) {
       try {
-        const owner = { schemaVersion: 1, token: randomUUID(), pid: process.pid, startTime: processStartTime(process.pid), bootId };
+        const me = currentProcessIdentity();
+        const owner = { schemaVersion: 1, token: randomUUID(), pid: me.pid, startTime: me.startTime, bootId: me.bootId };
         await writeFully(handle, Buffer.from(`${JSON.stringify(owner)}\n`));
         await handle.sync();
         const st = await handle.stat({ bigint: true });

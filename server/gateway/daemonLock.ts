@@ -4,7 +4,7 @@
 import fs from 'node:fs/promises';
 import { z } from 'zod';
 import { readJsonRecord } from '../local/atomicFile';
-import { bootId, isSameProcessAlive, processStartTime } from '../local/procInfo';
+import { bootId, isSameProcessAlive, processStartTime } from '../platform/processIdentity';
 
 const LockSchema = z.strictObject({ pid: z.number().int(), startTime: z.string(), bootId: z.string() });
 export type LockOwner = z.infer<typeof LockSchema>;

@@ -5,7 +5,7 @@ import fs from 'node:fs/promises';
 import { request } from 'undici';
 import { z } from 'zod';
 import { readJsonRecord, writeJsonAtomic } from '../local/atomicFile';
-import { bootId, isSameProcessAlive, processStartTime } from '../local/procInfo';
+import { bootId, isSameProcessAlive, processStartTime } from '../platform/processIdentity';
 
 export const GatewayStateSchema = z.strictObject({
   version: z.literal(1),

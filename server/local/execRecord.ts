@@ -8,7 +8,8 @@ import path from 'node:path';
 import { z } from 'zod';
 import fsSync from 'node:fs';
 import { readJsonRecord, writeJsonAtomic, writeJsonAtomicSync } from './atomicFile';
-import { HAS_PROC, bootId, isSameProcessAlive, processGroupMembers, processStartTime, signalGroup } from './procInfo';
+import { HAS_PROC, bootId, isSameProcessAlive, processStartTime } from '../platform/processIdentity';
+import { processGroupMembers, signalGroup } from './procInfo';
 
 export const ExecOutcomeSchema = z.enum(['succeeded', 'failed', 'timed_out', 'cancelled', 'lost']);
 export type ExecOutcome = z.infer<typeof ExecOutcomeSchema>;

@@ -10,7 +10,8 @@ import path from 'node:path';
 import type { Writable } from 'node:stream';
 import { GatewayLimits, OUTPUT_TRUNCATED_MARKER } from '../../protocol/kruntimes/gateway';
 import type { Backend, LaunchSpec } from './backend';
-import { processStartTime, signalGroup } from './procInfo';
+import { processStartTime } from '../platform/processIdentity';
+import { signalGroup } from './procInfo';
 import { SessionError } from './sessionError';
 
 export type OutputStream = 'stdout' | 'stderr';

@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import { requireIdentifier } from './identifiers';
 import { toRepositoryError } from './errors';
-import { currentProcessIdentity, ownerLiveness } from './processIdentity';
+import { currentProcessIdentity, ownerLiveness } from '../platform/processIdentity';
 import type { ActivationRecord, LeaseOwner, SessionLease } from './records';
 import type { RepositoryStorage } from './storage';
 

@@ -11,7 +11,7 @@ import { z } from 'zod';
 import { sha256Hex } from './digestMeter';
 import { errnoCode, removeIfPresent } from './durableFs';
 import { SessionRepositoryError } from './errors';
-import { currentProcessIdentity, ownerLiveness, type ProcessIdentity } from './processIdentity';
+import { currentProcessIdentity, ownerLiveness, type ProcessIdentity } from '../platform/processIdentity';
 
 const LockRecordSchema = z.strictObject({
   schemaVersion: z.literal(1),

@@ -5,7 +5,10 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
+import { createHash } from 'node:crypto';
 import type { ActivationEvent } from '../../../protocol/activation';
+import { newOwnerToken } from '../../../server/repository/activationStore';
+import { encodeJcs } from '../../../server/repository/jcs';
 import { hydrateSessionBundle } from '../../../server/bundle';
 import { materializeSessionCheckpointV1 } from '../../../server/repository/checkpoint';
 import { DEFAULT_PEOPLE_LIMITS } from '../../../protocol/bundle';
@@ -203,5 +206,46 @@ describe('activation runner (real local gateway, fresh sandboxes)', function () 
     assert.equal(failed.outcome?.status, 'retryable_failure');
     assert.equal(failed.revision, 'r3');
     await assert.rejects(runner.run(message('fail', 'f5', 'different stimulus')), (err: Error & { code?: string }) => err.code === 'idempotency_conflict');
+  });
+
+  it('a predecessor that died after publishing: its pending commit is finished (same commitId) without running the agent, or run again when it lost', async () => {
+    const runner = world.runner();
+    await runner.run(message('pend', 'p0', 'base'));
+    const head = await world.repo.checkoutCurrent('pend');
+    const leave = async (activationId: string, text: string, expectedRevision: string, alsoCommit: boolean) => {
+      const token = newOwnerToken();
+      const stimulus = message('pend', activationId, text).stimulus;
+      const requestDigest = `sha256:${createHash('sha256').update(encodeJcs(stimulus)).digest('hex')}`;
+      const claim = await world.repo.activations.claim({ sessionId: 'pend', activationId, requestDigest, token, ttlMs: 1 });
+      assert.equal(claim.kind, 'claimed');
+      const pending = { commitId: `dead-${activationId}`, expectedRevision, agentId: head.agentId, checkpoint: head.checkpoint };
+      const outcome = { protocol: 'maka.activation', schemaVersion: 1, type: 'outcome', activationId, cloudSessionId: 'pend', status: 'completed', response: `from the dead ${activationId}` };
+      await world.repo.activations.update('pend', activationId, token, (r) => ({ ...r, state: 'committing', pending, outcome }));
+      if (alsoCommit) await world.repo.commit({ sessionId: 'pend', expectedRevision, checkpoint: head.checkpoint, lastCommittedActivationId: activationId, commitId: pending.commitId });
+      await new Promise((r) => setTimeout(r, 5));
+    };
+    // Died after the CAS, before marking the outcome committed.
+    await leave('p1', 'one', 'r1', true);
+    const before = world.invocations().length;
+    const p1 = await runner.run(message('pend', 'p1', 'one'));
+    assert.equal(p1.commit, 'committed', JSON.stringify(p1));
+    assert.equal(p1.revision, 'r2');
+    assert.equal(p1.outcome?.response, 'from the dead p1');
+    assert.equal(p1.deduplicated, true);
+    // Died after publishing, before the CAS: finished now.
+    await leave('p2', 'two', 'r2', false);
+    const p2 = await runner.run(message('pend', 'p2', 'two'));
+    assert.equal(p2.revision, 'r3');
+    assert.equal(p2.outcome?.response, 'from the dead p2');
+    assert.equal(world.invocations().length, before, 'the agent was not invoked');
+    // A pending commit that lost (the head moved): the activation runs again.
+    await leave('p3', 'three', 'r1', false);
+    const p3 = await runner.run(message('pend', 'p3', 'three'));
+    assert.equal(p3.commit, 'committed', JSON.stringify(p3));
+    assert.equal(p3.revision, 'r4');
+    assert.equal(p3.deduplicated, false);
+    assert.match(String((p3.outcome?.response as { text: string }).text), /three/);
+    assert.deepEqual(world.invocations().slice(before), ['p3']);
+    assert.deepEqual((await world.repo.listRevisions('pend')).map((r) => r.lastCommittedActivationId), ['p3', 'p2', 'p1', 'p0']);
   });
 });

@@ -7,7 +7,8 @@ import { promises as fsPromises, mkdirSync, readdirSync, readFileSync, renameSyn
 import { join } from 'node:path';
 import { CODEC_TEST_LIMITS } from '../../../protocol/bundle';
 import { cleanupHydrationStaging, hydrateSessionBundle, packSessionBundle } from '../../../server/bundle';
-import { destinationLockPath, processStartTime } from '../../../server/bundle/destinationLock';
+import { destinationLockPath } from '../../../server/bundle/destinationLock';
+import { processStartTime } from '../../../server/platform/processIdentity';
 import { createHydrationStaging } from '../../../server/bundle/hydrationStaging';
 import { createFixture, fixturePackOptions, GOLDEN, tempDir } from '../../fixtures/bundle/goldenFixture';
 import { listing, rejectsWith } from '../../fixtures/bundle/harness';
