@@ -2,11 +2,10 @@
 // the manifest, the nine limits, the error codes and details, and the pack/inspect/hydrate/cleanup
 // results. The companion JSON-RPC exposes these shapes; the codec in server/bundle produces them.
 import { z } from 'zod';
+import { Sha256DigestSchema } from './digest';
 
 /** `sha256:` + 64 lowercase hex; upper case is not a digest (§5). */
-export const SHA256_DIGEST_PATTERN = /^sha256:[0-9a-f]{64}$/;
-export const Sha256DigestSchema = z.string().regex(SHA256_DIGEST_PATTERN, 'expected sha256:<64 lowercase hex>');
-export type Sha256Digest = z.infer<typeof Sha256DigestSchema>;
+export { SHA256_DIGEST_PATTERN, Sha256DigestSchema, type Sha256Digest } from './digest';
 
 /** True when the string has no lone UTF-16 surrogate (it encodes to UTF-8 and back unchanged). */
 export function isWellFormedUnicode(value: string): boolean {

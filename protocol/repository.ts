@@ -3,6 +3,8 @@
 // adapters and the companion JSON-RPC both speak these shapes; everything read back from disk or a
 // database is parsed with these schemas before it is trusted.
 import { z } from 'zod';
+import { isWellFormedUnicode } from './bundle';
+import { Sha256DigestSchema } from './digest';
 
 export const SESSION_BUNDLE_MEDIA_TYPE = 'application/vnd.maka.session-bundle+tar;version=1;compression=zstd';
 export const SESSION_CHECKPOINT_MANIFEST_MEDIA_TYPE = 'application/vnd.maka.session-checkpoint-manifest+json;version=1';
@@ -24,12 +26,8 @@ export const SessionRepositoryErrorCodeSchema = z.enum([
 ]);
 export type SessionRepositoryErrorCode = z.infer<typeof SessionRepositoryErrorCodeSchema>;
 
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
-
-/** True for a string without lone UTF-16 surrogates. */
-export function isWellFormedUnicode(s: string): boolean {
-  return !LONE_SURROGATE.test(s);
-}
+/** True for a string without lone UTF-16 surrogates (one implementation, in the bundle contract). */
+export { isWellFormedUnicode } from './bundle';
 
 /** Session, agent, fork, commit and activation ids: non-empty valid Unicode, ≤ 512 UTF-16 code units. */
 export const IdentifierSchema = z
@@ -38,7 +36,7 @@ export const IdentifierSchema = z
   .max(512)
   .refine(isWellFormedUnicode, { message: 'must be valid Unicode (no lone surrogates)' });
 
-export const Sha256DigestSchema = z.string().regex(/^sha256:[0-9a-f]{64}$/, 'must be sha256: + 64 lowercase hex digits');
+export { Sha256DigestSchema } from './digest';
 
 /** Revisions are `r1`, `r2`, … per Session; opaque to callers. */
 export const RevisionSchema = z.string().regex(/^r[1-9][0-9]*$/, 'must be a revision such as r1, r2, …');

@@ -2,6 +2,7 @@
 // termination rule as a pure function, and the SDK's endpoint checks. Local Runs use the
 // same shape, so one model covers both providers.
 import { z } from 'zod';
+import { Sha256DigestSchema } from '../digest';
 
 export const RUN_API_VERSION = 'kruntimes.io/v1alpha1';
 export const RUN_KIND = 'Run';
@@ -96,7 +97,6 @@ export const ArtifactLocationSchema = z.union([
   z.strictObject({ s3: z.looseObject({ bucket: z.string(), key: z.string() }) }),
 ]);
 
-export const Sha256DigestSchema = z.string().regex(/^sha256:[0-9a-f]{64}$/, 'must be sha256:<64 lowercase hex>');
 
 export const ArtifactRefSchema = z.looseObject({
   name: z.string().min(1).max(255),
