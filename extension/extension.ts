@@ -5,6 +5,7 @@ import * as vscode from 'vscode';
 import { parseSandboxKey } from '../protocol/sandboxes';
 import { CompanionClient } from './companion/companionClient';
 import { registerSandboxCommands } from './commands/sandboxCommands';
+import { registerSessionCommands } from './commands/sessionCommands';
 import { SANDBOX_SCHEME, SandboxFileSystemProvider, sandboxUri } from './fs/sandboxFileSystemProvider';
 import { activeSandboxKey } from './sandboxes/activeSandbox';
 import { takePendingOpen } from './sandboxes/pendingOpen';
@@ -12,6 +13,7 @@ import { SandboxRegistry } from './sandboxes/registry';
 import { SandboxPseudoterminal, sandboxTerminalOptions, SandboxTaskTerminal, type TerminalFactoryDeps } from './terminal/sandboxPseudoterminal';
 import { SandboxStatusBar } from './views/statusBar';
 import { SandboxTreeProvider } from './views/sandboxTree';
+import { SessionTreeProvider } from './views/sessionTree';
 
 /** What the extension exposes to other extensions and to its integration tests. */
 export interface SandboxSessionsApi {
@@ -19,6 +21,7 @@ export interface SandboxSessionsApi {
   registry: SandboxRegistry;
   fileSystem: SandboxFileSystemProvider;
   tree: SandboxTreeProvider;
+  sessions: SessionTreeProvider;
   /** What a Sandbox terminal has shown (last 64 KiB), or undefined for other terminals. */
   terminalTranscript(terminal: vscode.Terminal): string | undefined;
 }
@@ -43,6 +46,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Sandbo
   const registry = new SandboxRegistry(companion);
   const fileSystem = new SandboxFileSystemProvider(registry);
   const tree = new SandboxTreeProvider(companion, registry);
+  const sessions = new SessionTreeProvider(companion);
   const terminals: TerminalFactoryDeps = {
     globalState: context.globalState,
     onCommandFinished: (key, cwd) => fileSystem.commandRanIn(key, cwd),
@@ -53,8 +57,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<Sandbo
     tree,
     vscode.workspace.registerFileSystemProvider(SANDBOX_SCHEME, fileSystem, { isCaseSensitive: true }),
     vscode.window.registerTreeDataProvider('sandboxSessions.sandboxes', tree),
+    sessions,
+    vscode.window.registerTreeDataProvider('sandboxSessions.sessions', sessions),
     new SandboxStatusBar(registry),
     ...registerSandboxCommands({ context, companion, registry, tree, log, terminals }),
+    ...registerSessionCommands({ companion, registry, sessions, log }),
     vscode.window.registerTerminalProfileProvider('sandboxSessions.shell', {
       provideTerminalProfile: async () => {
         const key = activeSandboxKey() ?? (await pickReadySandbox(registry));
@@ -79,6 +86,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Sandbo
     registry,
     fileSystem,
     tree,
+    sessions,
     terminalTranscript: (terminal) => {
       const options = terminal.creationOptions as Partial<vscode.ExtensionTerminalOptions>;
       return options.pty instanceof SandboxPseudoterminal ? options.pty.transcript : undefined;

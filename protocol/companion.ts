@@ -434,12 +434,16 @@ export const companionMethods = {
     },
   }),
   'sessions/list': defineMethod('sessions/list', {
-    description: 'The sessions of the configured repository (the embedded file repository, or PostgreSQL).',
+    description: 'The sessions of the configured repository (the embedded file repository, or PostgreSQL), and where it is.',
     params: z.object({}),
-    result: z.object({ sessions: z.array(SessionSummarySchema) }),
+    result: z.object({
+      repository: z.object({ kind: z.enum(['file', 'postgres']), location: z.string() }),
+      sessions: z.array(SessionSummarySchema),
+    }),
     example: {
       params: {},
       result: {
+        repository: { kind: 'file', location: '/home/me/.local/share/sandbox-sessions/repository' },
         sessions: [
           {
             sessionId: 'demo',
@@ -479,6 +483,25 @@ export const companionMethods = {
             isHead: true,
           },
         ],
+      },
+    },
+  }),
+  'sessions/export': defineMethod('sessions/export', {
+    description: "Writes a retained revision's bundle (default: the head) to a new file, verified while it is copied.",
+    params: z.object({ sessionId: IdentifierSchema, revision: RevisionSchema.optional(), destination: z.string().min(1) }),
+    result: z.object({
+      revision: z.object({ sessionId: IdentifierSchema, revision: RevisionSchema }),
+      path: z.string(),
+      digest: Sha256DigestSchema,
+      bytes: z.number().int(),
+    }),
+    example: {
+      params: { sessionId: 'demo', revision: 'r1', destination: '/home/me/demo-r1.tar.zst' },
+      result: {
+        revision: { sessionId: 'demo', revision: 'r1' },
+        path: '/home/me/demo-r1.tar.zst',
+        digest: 'sha256:c7c9efbe9fc8a1c84f22ec016985457d82070001c4579d5cecb1304459fed5e1',
+        bytes: 676,
       },
     },
   }),

@@ -8,6 +8,10 @@ cd "$(dirname "$0")/.."
 CODE_SERVER_VERSION="${CODE_SERVER_VERSION:-4.139.1}"
 NODE_VERSION="${VSCODE_HOST_NODE_VERSION:-24.18.1}"
 HOST_ROOT="$PWD/.vscode-host"
+
+# When this runs under `npm test`, the outer npm's settings leak in as npm_* variables; its user
+# agent names the outer Node (20), which code-server's postinstall checks. Install as from a shell.
+for v in $(env | sed -n 's/^\(npm_[A-Za-z0-9_]*\)=.*/\1/p'); do unset "$v"; done
 NODE_HOME="$HOST_ROOT/node-$NODE_VERSION"
 CS_DIR="$HOST_ROOT/code-server-$CODE_SERVER_VERSION"
 

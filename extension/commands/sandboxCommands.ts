@@ -6,14 +6,14 @@ import os from 'node:os';
 import path from 'node:path';
 import * as vscode from 'vscode';
 import type { TerminationMode } from '../../protocol/kruntimes/run';
-import { parseSandboxKey, type ProviderInfo, type SandboxRef, type SandboxSummary } from '../../protocol/sandboxes';
+import type { ProviderInfo, SandboxRef, SandboxSummary } from '../../protocol/sandboxes';
 import { type CompanionClient, CompanionRequestError } from '../companion/companionClient';
-import { SANDBOX_SCHEME, sandboxUri } from '../fs/sandboxFileSystemProvider';
-import { activeSandboxKey } from '../sandboxes/activeSandbox';
+import { sandboxUri } from '../fs/sandboxFileSystemProvider';
 import { recordPendingOpen } from '../sandboxes/pendingOpen';
+import { createSandboxResolver, type SandboxTarget } from '../sandboxes/sandboxPicker';
 import type { SandboxRegistry } from '../sandboxes/registry';
 import { sandboxTerminalOptions, type TerminalFactoryDeps } from '../terminal/sandboxPseudoterminal';
-import type { SandboxTreeNode, SandboxTreeProvider } from '../views/sandboxTree';
+import type { SandboxTreeProvider } from '../views/sandboxTree';
 
 export interface CommandDeps {
   context: vscode.ExtensionContext;
@@ -24,8 +24,7 @@ export interface CommandDeps {
   terminals: TerminalFactoryDeps;
 }
 
-/** What a command was invoked on: a view node, a sandbox key (status bar, scripts), or a URI. */
-type Target = SandboxTreeNode | string | vscode.Uri | undefined;
+type Target = SandboxTarget;
 
 export interface OpenOptions {
   /** Skip the prompt: add to this window's folders, or open a new window. */
@@ -46,43 +45,7 @@ async function progress<T>(title: string, work: (report: (message: string) => vo
 export function registerSandboxCommands(deps: CommandDeps): vscode.Disposable[] {
   const { companion, registry, tree, log } = deps;
 
-  const summaryOf = (target: Target): SandboxSummary | undefined => {
-    if (target === undefined) return undefined;
-    if (typeof target === 'string') return registry.summary(target);
-    if (target instanceof vscode.Uri) return target.scheme === SANDBOX_SCHEME ? registry.summary(target.authority) : undefined;
-    return target.kind === 'sandbox' ? (registry.summary(target.sandbox.key) ?? target.sandbox) : undefined;
-  };
-
-  /** The sandbox a command acts on: the target, else a quick pick of those in `phases`. */
-  const resolve = async (target: Target, phases?: string[], placeHolder = 'Select a sandbox'): Promise<SandboxSummary | undefined> => {
-    const direct = summaryOf(target);
-    if (direct) return direct;
-    if (typeof target === 'string' || target instanceof vscode.Uri) {
-      const key = typeof target === 'string' ? target : target.authority;
-      const ref = parseSandboxKey(key);
-      if (ref) return registry.refresh(ref);
-    }
-    // From the palette: the sandbox the user is working in, when it fits.
-    const active = target === undefined ? activeSandboxKey() : undefined;
-    if (active) {
-      const ref = parseSandboxKey(active);
-      const current = ref ? await registry.refresh(ref).catch(() => undefined) : undefined;
-      if (current && (!phases || phases.includes(current.phase ?? 'Pending'))) return current;
-    }
-    const { providers } = await companion.request('providers/list', {});
-    const all: SandboxSummary[] = [];
-    for (const p of providers.filter((x) => x.available)) all.push(...(await registry.list(p.kind)));
-    const candidates = all.filter((s) => !phases || phases.includes(s.phase ?? 'Pending'));
-    if (candidates.length === 0) {
-      void vscode.window.showInformationMessage(phases ? `No sandbox is ${phases.join(' or ')}.` : 'There are no sandboxes yet.');
-      return undefined;
-    }
-    const picked = await vscode.window.showQuickPick(
-      candidates.map((s) => ({ label: s.ref.name, description: `${s.phase ?? 'Pending'} · ${s.runtime}`, detail: `${s.ref.provider}/${s.ref.context}/${s.ref.namespace}`, s })),
-      { placeHolder },
-    );
-    return picked?.s;
-  };
+  const resolve = createSandboxResolver(companion, registry);
 
   const openTerminal = (s: SandboxSummary, cwd?: string) => {
     const connection = registry.connection(s.key);

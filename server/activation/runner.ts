@@ -200,10 +200,24 @@ export class ActivationRunner {
         if (finished) return finished;
       }
 
-      return await this.runFresh(request, provider, { token, attempt, signal, progress, onEvent: options.onEvent ?? (() => undefined), lost: () => lostReason });
+      const onEvent = options.onEvent;
+      const deliver = (event: ActivationEvent) => {
+        try {
+          onEvent?.(event);
+        } catch (err) {
+          // A failing listener must not fail the activation.
+          this.options.log.warn('an activation event listener threw', { activationId, error: (err as Error).message });
+        }
+      };
+      return await this.runFresh(request, provider, { token, attempt, signal, progress, onEvent: deliver, lost: () => lostReason });
     } catch (err) {
       if (isActivationError(err) && (err.code === 'session_busy' || err.code === 'activation_cancelled') && !leaseHeld) throw err;
-      const e = lostReason !== undefined ? new ActivationError('ownership_lost', `${lostReason}; nothing of this attempt was committed`) : classify(err);
+      const e =
+        lostReason !== undefined
+          ? new ActivationError('ownership_lost', `${lostReason}; nothing of this attempt was committed`)
+          : options.signal?.aborted && !isActivationError(err)
+            ? new ActivationError('activation_cancelled', 'the activation was cancelled; nothing was committed')
+            : classify(err);
       this.options.log.warn('activation not committed', { sessionId, activationId, attempt, code: e.code, error: e.message });
       if (e.code !== 'ownership_lost') await abort(e.code, e.message);
       return notCommitted(request, e.code, e.message, attempt);
@@ -338,7 +352,7 @@ export class ActivationRunner {
       });
 
       // 8. Bring state and workspace back; snapshot (policy) and pack.
-      progress('pack', 'packing the session');
+      progress('download', 'copying state and workspace out of the sandbox');
       const back = path.join(scratch, 'back');
       await fsp.mkdir(back, { mode: 0o700 });
       await downloadTree(client, REMOTE.state, path.join(back, 'state'), { signal });
@@ -347,11 +361,13 @@ export class ActivationRunner {
         // Excluded by the policy anyway (.git, node_modules, caches, logs): not worth the transfer.
         skip: (rel, isDirectory) => classifyWorkspacePath(rel.split('/'), isDirectory).verdict === 'exclude',
       });
+      progress('snapshot', 'applying the workspace policy');
       const staging = path.join(scratch, 'staging');
       await fsp.mkdir(staging, { mode: 0o700 });
       const snapshot = await prepareWorkspaceSnapshot({ stateRoot: path.join(back, 'state'), workspaceRoot: path.join(back, 'workspace'), stagingParent: staging });
       let artifactPath: string;
       let artifact;
+      progress('pack', 'packing the session');
       try {
         artifactPath = path.join(scratch, 'next.tar.zst');
         artifact = await packSessionBundle({

@@ -8,7 +8,7 @@ import { LocalSandboxProvider } from '../sandboxes/localProvider';
 import type { SandboxProvider } from '../sandboxes/provider';
 import type { ProviderKind } from '../../protocol/sandboxes';
 import type { SessionRepository } from '../repository/contract';
-import { openSessionRepository } from '../repository/open';
+import { describeRepositoryLocation, openSessionRepository, resolveRepositoryLocation } from '../repository/open';
 import { SandboxSessionService } from '../sessions/sandboxSessions';
 import type { CommandIo } from './io';
 
@@ -28,7 +28,8 @@ export async function runServerCommand(argv: string[], io: CommandIo): Promise<n
     repository.catch(() => (repository = undefined));
     return repository;
   };
-  const sessions = new SandboxSessionService(openRepository, providers);
+  const location = resolveRepositoryLocation();
+  const sessions = new SandboxSessionService(openRepository, providers, { kind: location.kind, description: describeRepositoryLocation(location) });
   const server = startCompanionServer({
     input: process.stdin,
     output: process.stdout,

@@ -4,7 +4,7 @@
 import path from 'node:path';
 import type { SessionRepository } from './contract';
 import { defaultFileRepositoryRoot, openFileSessionRepository } from './fileRepository';
-import { isPostgresUrl, openPostgresSessionRepository } from './postgresRepository';
+import { isPostgresUrl, openPostgresSessionRepository, redactConnectionString } from './postgresRepository';
 
 export interface OpenRepositoryOptions {
   /** A directory or a postgres:// URL; overrides the environment. */
@@ -25,6 +25,11 @@ export function resolveRepositoryLocation(options: OpenRepositoryOptions = {}): 
     throw new TypeError(`unsupported repository location ${configured.split('://')[0]}://…; use a directory path or a postgres:// URL`);
   }
   return { kind: 'file', storageRoot: path.resolve(configured) };
+}
+
+/** Where the repository is, safe to show: the directory, or the URL without its password. */
+export function describeRepositoryLocation(location: RepositoryLocation): string {
+  return location.kind === 'file' ? location.storageRoot : redactConnectionString(location.connectionString);
 }
 
 /** Retention from SANDBOX_SESSIONS_KEEP_REVISIONS when not given explicitly. */

@@ -66,7 +66,8 @@ export function parsePostgresUrl(connectionString: string): { connectionString: 
   return { connectionString: url.toString(), schema };
 }
 
-function redact(connectionString: string): string {
+/** The URL with its password replaced, for logs and people. */
+export function redactConnectionString(connectionString: string): string {
   try {
     const url = new URL(connectionString);
     if (url.password) url.password = '***';
@@ -94,7 +95,7 @@ export async function openPostgresSessionRepository(options: PostgresRepositoryO
   } catch (err) {
     await pool.end().catch(() => undefined);
     if (err instanceof SessionRepositoryError) throw err;
-    throw new SessionRepositoryError('io_failure', `cannot open the postgres repository ${redact(parsed.connectionString)}: ${(err as Error).message}`, { cause: err });
+    throw new SessionRepositoryError('io_failure', `cannot open the postgres repository ${redactConnectionString(parsed.connectionString)}: ${(err as Error).message}`, { cause: err });
   }
   return new RepositoryEngine(new PostgresStorage(pool, quoteIdent(schema)), policy);
 }

@@ -112,7 +112,14 @@ export function createMethodHandlers(services: Services): MethodHandlers {
         limits: DEFAULT_PEOPLE_LIMITS,
         onProgress: bundleProgress(ctx),
       }),
-    'sessions/list': async () => ({ sessions: await services.sessions.list() }),
+    'sessions/list': async () => ({
+      repository: { kind: services.sessions.location.kind, location: services.sessions.location.description },
+      sessions: await services.sessions.list(),
+    }),
+    'sessions/export': async (params) => {
+      const out = await services.sessions.export({ ...params, destination: absolute(params.destination, 'destination') });
+      return { revision: out.revision.ref, path: out.path, digest: out.digest, bytes: out.bytes };
+    },
     'sessions/revisions': async (params) => ({ revisions: await services.sessions.revisions(params.sessionId) }),
     'sessions/saveSandbox': async (params, ctx) => services.sessions.saveSandbox(params, work(ctx)),
     'sessions/openInSandbox': async (params, ctx) => {

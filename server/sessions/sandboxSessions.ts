@@ -18,6 +18,11 @@ import { downloadTree, uploadTree } from '../sandboxes/transfer';
 
 export const DEFAULT_AGENT_ID = 'sandbox-sessions';
 
+export class SessionExportError extends Error {
+  override readonly name = 'SessionExportError';
+  readonly code = 'destination_exists';
+}
+
 export interface SaveSandboxInput {
   sandbox: SandboxRef;
   sessionId: string;
@@ -37,6 +42,8 @@ export class SandboxSessionService {
   constructor(
     private readonly repository: () => Promise<SessionRepository>,
     private readonly providers: ReadonlyMap<ProviderKind, SandboxProvider>,
+    /** Where the repository is, as people may see it (no password). */
+    readonly location: { kind: 'file' | 'postgres'; description: string },
   ) {}
 
   private provider(kind: ProviderKind): SandboxProvider {
@@ -47,6 +54,30 @@ export class SandboxSessionService {
 
   async list(): Promise<SessionSummary[]> {
     return (await this.repository()).listSessions();
+  }
+
+  /** Writes a retained revision's bundle to a new file (verified while copying). */
+  async export(input: { sessionId: string; revision?: string | undefined; destination: string }): Promise<{
+    revision: CommittedSessionRevision;
+    path: string;
+    digest: string;
+    bytes: number;
+  }> {
+    if (await fsp.lstat(input.destination).then(() => true, () => false)) {
+      throw new SessionExportError(`${input.destination} already exists; choose a new file name (an export never overwrites)`);
+    }
+    const repository = await this.repository();
+    const revision =
+      input.revision === undefined
+        ? await repository.checkoutCurrent(input.sessionId)
+        : await repository.checkoutExact({ sessionId: input.sessionId, revision: input.revision });
+    const out = await materializeSessionCheckpointV1({
+      objectStore: repository.objects,
+      checkpoint: revision.checkpoint,
+      destination: input.destination,
+      maxBytes: DEFAULT_PEOPLE_LIMITS.maxCompressedBytes,
+    });
+    return { revision, path: out.path, digest: out.expectedArchiveDigest, bytes: out.bytes };
   }
 
   async revisions(sessionId: string): Promise<RevisionSummary[]> {
@@ -67,11 +98,17 @@ export class SandboxSessionService {
       const workspaceDir = path.join(tmp, 'workspace');
       const stateDir = path.join(tmp, 'state');
       await fsp.mkdir(stateDir, { mode: 0o700 });
-      // Policy-excluded trees (.git, node_modules, caches, logs) are not even copied; secrets are
-      // copied so that the snapshot step can refuse them by name.
+      // Policy-excluded trees (.git, node_modules, caches, logs) are not even copied, but they are
+      // reported as the snapshot would; secrets are copied so that the snapshot refuses them by name.
+      const skipped: WorkspaceSnapshotReport['excludedEntries'] = [];
       await downloadTree(client, '', workspaceDir, {
         ...(work.signal ? { signal: work.signal } : {}),
-        skip: (rel, isDirectory) => classifyWorkspacePath(rel.split('/'), isDirectory).verdict === 'exclude',
+        skip: (rel, isDirectory) => {
+          const verdict = classifyWorkspacePath(rel.split('/'), isDirectory);
+          if (verdict.verdict !== 'exclude') return false;
+          skipped.push({ path: isDirectory ? `${rel}/` : rel, category: verdict.category });
+          return true;
+        },
       });
       work.progress?.('packing', 'packing the session bundle');
       const packed = await packWorkspace({
@@ -97,7 +134,7 @@ export class SandboxSessionService {
       return {
         revision,
         bundle: { digest: packed.artifact.archiveDigest, bytes: packed.artifact.compressedBytes, entryCount: packed.artifact.entryCount },
-        workspace: packed.workspace,
+        workspace: withSkipped(packed.workspace, skipped),
       };
     } finally {
       await client.close();
@@ -148,4 +185,12 @@ export class SandboxSessionService {
       await fsp.rm(tmp, { recursive: true, force: true });
     }
   }
+}
+
+/** The snapshot report plus what was left in the sandbox because the policy excludes it. */
+function withSkipped(report: WorkspaceSnapshotReport, skipped: WorkspaceSnapshotReport['excludedEntries']): WorkspaceSnapshotReport {
+  const byCategory = { ...report.excludedEntriesByCategory };
+  for (const e of skipped) byCategory[e.category] = (byCategory[e.category] ?? 0) + 1;
+  const excludedEntries = [...skipped, ...report.excludedEntries].sort((a, b) => Buffer.compare(Buffer.from(a.path), Buffer.from(b.path)));
+  return { ...report, excludedEntries, excludedEntriesByCategory: byCategory };
 }

@@ -56,7 +56,7 @@ describe('activation runner (real local gateway, fresh sandboxes)', function () 
     );
     assert.equal(response(first).turn, 1);
     assert.deepEqual(await sandboxNames(world), [], 'the first sandbox is gone');
-    assert.deepEqual(phases.slice(0, 6), ['admission', 'checkout', 'sandbox', 'hydrate', 'agent', 'pack']);
+    assert.deepEqual(phases, ['admission', 'checkout', 'sandbox', 'hydrate', 'agent', 'download', 'snapshot', 'pack', 'commit', 'done', 'cleanup']);
 
     const second = await runner.run(message('e2e', 'a2', 'again'));
     assert.equal(second.commit, 'committed');
@@ -247,5 +247,26 @@ describe('activation runner (real local gateway, fresh sandboxes)', function () 
     assert.match(String((p3.outcome?.response as { text: string }).text), /three/);
     assert.deepEqual(world.invocations().slice(before), ['p3']);
     assert.deepEqual((await world.repo.listRevisions('pend')).map((r) => r.lastCommittedActivationId), ['p3', 'p2', 'p1', 'p0']);
+  });
+
+  it('cancelling with the caller signal stops the agent, commits nothing and removes the sandbox; a throwing listener does not fail the run', async () => {
+    const runner = world.runner();
+    await runner.run(message('cancel', 'x0', 'base'), {
+      onEvent: () => {
+        throw new Error('listener bug');
+      },
+    });
+    const controller = new AbortController();
+    const result = await runner.run(message('cancel', 'x1', '!hang'), {
+      signal: controller.signal,
+      onEvent: (e) => {
+        if (e.type === 'runtime_event') controller.abort();
+      },
+    });
+    assert.equal(result.commit, 'not_committed');
+    assert.equal(result.error?.code, 'activation_cancelled');
+    assert.equal((await world.repo.checkoutCurrent('cancel')).ref.revision, 'r1');
+    assert.deepEqual(await sandboxNames(world), []);
+    assert.equal(await world.repo.activations.getLease('cancel'), undefined, 'the lease was released');
   });
 });

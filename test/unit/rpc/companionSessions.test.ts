@@ -154,14 +154,33 @@ describe('companion server: bundles and sessions', function () {
         progressToken: 'save-1',
       });
       assert.equal(r1.revision.ref.revision, 'r1');
+      assert.deepEqual(r1.workspace.excludedEntries.map((e) => e.path), ['.git/', 'node_modules/'], 'the exclusions are listed');
       await client.writeFile('README.md', Buffer.from('second\n'));
       const r2 = await request<{ revision: { ref: { revision: string } } }>('sessions/saveSandbox', { sandbox: sandbox.ref, sessionId: 'demo', expectedRevision: 'r1' });
       assert.equal(r2.revision.ref.revision, 'r2');
       await rejectsWith(request('sessions/saveSandbox', { sandbox: sandbox.ref, sessionId: 'demo', expectedRevision: 'r1' }), 'conflict', 'revision_conflict');
-      const { sessions } = await request<{ sessions: { sessionId: string; head: { revision: string } }[] }>('sessions/list', {});
+      const { sessions, repository } = await request<{ sessions: { sessionId: string; head: { revision: string } }[]; repository: { kind: string; location: string } }>(
+        'sessions/list',
+        {},
+      );
       assert.deepEqual(sessions.map((s) => [s.sessionId, s.head.revision]), [['demo', 'r2']]);
+      assert.deepEqual(repository, { kind: 'file', location: path.join(work, 'repository') });
       const { revisions } = await request<{ revisions: { ref: { revision: string } }[] }>('sessions/revisions', { sessionId: 'demo' });
       assert.deepEqual(revisions.map((r) => r.ref.revision), ['r2', 'r1']);
+    });
+
+    it('exports a revision as a bundle file that inspects clean against its digest', async () => {
+      const destination = path.join(work, 'demo-r1.tar.zst');
+      const out = await request<{ path: string; digest: string; bytes: number; revision: { revision: string } }>('sessions/export', {
+        sessionId: 'demo',
+        revision: 'r1',
+        destination,
+      });
+      assert.equal(out.revision.revision, 'r1');
+      assert.equal(fs.statSync(destination).size, out.bytes);
+      const inspection = await request<{ manifest: { envelope: { sessionId: string } } }>('bundles/inspect', { path: destination, expectedArchiveDigest: out.digest });
+      assert.equal(inspection.manifest.envelope.sessionId, 'demo');
+      await rejectsWith(request('sessions/export', { sessionId: 'demo', revision: 'r1', destination }), 'conflict');
     });
 
     it('opens r1 in a fresh sandbox with r1 content and without the excluded trees', async () => {

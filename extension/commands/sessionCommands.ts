@@ -1,0 +1,231 @@
+// Session commands: Save Sandbox as Session Revision (exclusions listed, a secret file named and
+// refused), Open Revision in New Sandbox, Export Revision as Bundle…, Inspect Bundle…, Hydrate
+// Bundle to Folder…. Each runs under withProgress with Cancel and refreshes the Sessions view.
+import path from 'node:path';
+import * as vscode from 'vscode';
+import type { RevisionSummary } from '../../protocol/repository';
+import { type CompanionClient, CompanionRequestError } from '../companion/companionClient';
+import type { SandboxRegistry } from '../sandboxes/registry';
+import { createSandboxResolver, type SandboxTarget } from '../sandboxes/sandboxPicker';
+import type { SessionTreeNode, SessionTreeProvider } from '../views/sessionTree';
+import type { OpenOptions } from './sandboxCommands';
+
+export interface SessionCommandDeps {
+  companion: CompanionClient;
+  registry: SandboxRegistry;
+  sessions: SessionTreeProvider;
+  log: vscode.LogOutputChannel;
+}
+
+/** A revision: a Sessions view item, or `{sessionId, revision}` from scripts and tests. */
+type RevisionTarget = SessionTreeNode | { sessionId: string; revision?: string } | undefined;
+
+const cancelled = (err: unknown) => err instanceof CompanionRequestError && err.code === 'cancelled';
+const message = (err: unknown) => (err instanceof Error ? err.message : String(err));
+
+function withProgress<T>(title: string, work: (report: (m: string) => void, token: vscode.CancellationToken) => Promise<T>): Thenable<T> {
+  return vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title, cancellable: true }, (p, token) =>
+    work((m) => p.report({ message: m }), token),
+  );
+}
+
+export function registerSessionCommands(deps: SessionCommandDeps): vscode.Disposable[] {
+  const { companion, registry, sessions, log } = deps;
+  const resolveSandbox = createSandboxResolver(companion, registry);
+
+  const pickRevision = async (target: RevisionTarget): Promise<{ sessionId: string; revision?: string } | undefined> => {
+    if (target && 'kind' in target) {
+      if (target.kind === 'revision') return { sessionId: target.revision.ref.sessionId, revision: target.revision.ref.revision };
+      if (target.kind === 'session') return { sessionId: target.session.sessionId };
+      return undefined;
+    }
+    if (target) return target;
+    const { sessions: all } = await companion.request('sessions/list', {});
+    const session = await vscode.window.showQuickPick(all.map((s) => ({ label: s.sessionId, description: `head ${s.head.revision}` })), { placeHolder: 'Session' });
+    if (!session) return undefined;
+    const { revisions } = await companion.request('sessions/revisions', { sessionId: session.label });
+    const revision = await vscode.window.showQuickPick(
+      revisions.map((r: RevisionSummary) => ({ label: r.ref.revision, description: `${r.committedAt}${r.isHead ? ' · head' : ''}` })),
+      { placeHolder: `Revision of ${session.label}` },
+    );
+    return revision ? { sessionId: session.label, revision: revision.label } : undefined;
+  };
+
+  const saveSandbox = async (target: SandboxTarget, options: { sessionId?: string; expectedRevision?: string | null } = {}) => {
+    const sandbox = await resolveSandbox(target, ['Ready'], 'Select a Ready sandbox to save');
+    if (!sandbox) return undefined;
+    let sessionId = options.sessionId;
+    let expectedRevision = options.expectedRevision ?? undefined;
+    if (sessionId === undefined) {
+      const { sessions: all } = await companion.request('sessions/list', {});
+      const picked = await vscode.window.showQuickPick(
+        [
+          { label: '$(add) New session…', id: undefined as string | undefined, head: undefined as string | undefined },
+          ...all.map((s) => ({ label: s.sessionId, description: `commit on ${s.head.revision}`, id: s.sessionId, head: s.head.revision })),
+        ],
+        { placeHolder: `Save ${sandbox.ref.name} as a revision of…` },
+      );
+      if (!picked) return undefined;
+      if (picked.id === undefined) {
+        sessionId = await vscode.window.showInputBox({
+          prompt: 'New session id',
+          value: sandbox.ref.name,
+          validateInput: (v) => (v.trim() === '' ? 'A session id is required' : undefined),
+        });
+        if (!sessionId) return undefined;
+      } else {
+        sessionId = picked.id;
+        expectedRevision = picked.head;
+      }
+    }
+    const id = sessionId;
+    try {
+      const saved = await withProgress(`Saving ${sandbox.ref.name} as ${id}`, (report, token) =>
+        companion.request(
+          'sessions/saveSandbox',
+          { sandbox: sandbox.ref, sessionId: id, ...(expectedRevision ? { expectedRevision } : {}) },
+          { token, onProgress: (v) => v.message && report(v.message) },
+        ),
+      );
+      sessions.refresh();
+      const excluded = saved.workspace.excludedEntries.map((e) => e.path);
+      log.info(`saved ${sandbox.key} as ${id}@${saved.revision.ref.revision} (${saved.bundle.digest}); excluded: ${excluded.join(', ') || 'nothing'}`);
+      void vscode.window.showInformationMessage(
+        `Saved ${sandbox.ref.name} as ${id}@${saved.revision.ref.revision}` + (excluded.length ? ` (left out: ${excluded.join(', ')})` : ''),
+      );
+      return saved;
+    } catch (err) {
+      if (cancelled(err)) return undefined;
+      const why =
+        err instanceof CompanionRequestError && err.causeCode === 'policy_rejected'
+          ? `it holds a secret file, which is never saved: ${message(err)}`
+          : err instanceof CompanionRequestError && err.causeCode === 'revision_conflict'
+            ? `the session moved on meanwhile (${message(err)}); refresh and save again`
+            : message(err);
+      void vscode.window.showErrorMessage(`Could not save ${sandbox.ref.name}: ${why}`);
+      throw err;
+    }
+  };
+
+  const openRevision = async (target: RevisionTarget, options: { runtime?: string; open?: OpenOptions | false } = {}) => {
+    const picked = await pickRevision(target);
+    if (!picked) return undefined;
+    const runtime = options.runtime ?? 'process';
+    try {
+      const result = await withProgress(`Opening ${picked.sessionId}${picked.revision ? `@${picked.revision}` : ''} in a new sandbox`, (report, token) =>
+        companion.request(
+          'sessions/openInSandbox',
+          { sessionId: picked.sessionId, ...(picked.revision ? { revision: picked.revision } : {}), sandbox: { provider: 'local', runtime, namespace: 'default' } },
+          { token, onProgress: (v) => v.message && report(v.message) },
+        ),
+      );
+      registry.fireChanged(result.sandbox);
+      if (options.open !== false) await vscode.commands.executeCommand('sandboxSessions.openSandbox', result.sandbox.key, options.open ?? {});
+      return result;
+    } catch (err) {
+      if (!cancelled(err)) void vscode.window.showErrorMessage(`Could not open ${picked.sessionId}: ${message(err)}`);
+      return undefined;
+    }
+  };
+
+  const exportRevision = async (target: RevisionTarget, destination?: string) => {
+    const picked = await pickRevision(target);
+    if (!picked) return undefined;
+    let dest = destination;
+    if (!dest) {
+      const uri = await vscode.window.showSaveDialog({
+        saveLabel: 'Export Bundle',
+        filters: { 'Session Bundle': ['zst'] },
+        defaultUri: vscode.Uri.file(path.join(process.env.HOME ?? '/', `${picked.sessionId}-${picked.revision ?? 'head'}.tar.zst`)),
+      });
+      if (!uri) return undefined;
+      dest = uri.fsPath;
+    }
+    try {
+      const out = await companion.request('sessions/export', { sessionId: picked.sessionId, ...(picked.revision ? { revision: picked.revision } : {}), destination: dest });
+      if (!destination) void vscode.window.showInformationMessage(`Exported ${out.revision.sessionId}@${out.revision.revision} to ${out.path} (${out.digest}).`);
+      return out;
+    } catch (err) {
+      void vscode.window.showErrorMessage(`Could not export: ${message(err)}`);
+      return undefined;
+    }
+  };
+
+  const pickBundle = async (uri: vscode.Uri | undefined): Promise<string | undefined> => {
+    if (uri?.scheme === 'file') return uri.fsPath;
+    const picked = await vscode.window.showOpenDialog({ canSelectMany: false, filters: { 'Session Bundle': ['zst'] }, openLabel: 'Select Bundle' });
+    return picked?.[0]?.fsPath;
+  };
+
+  const inspectBundle = async (uri?: vscode.Uri, options: { show?: boolean } = {}) => {
+    const file = await pickBundle(uri);
+    if (!file) return undefined;
+    let report: string;
+    let result: Awaited<ReturnType<typeof companion.request<'bundles/inspect'>>> | undefined;
+    try {
+      result = await withProgress(`Inspecting ${path.basename(file)}`, (_report, token) => companion.request('bundles/inspect', { path: file }, { token }));
+      const m = result.manifest;
+      report = [
+        `# ${path.basename(file)} — valid Session Bundle v1`,
+        '',
+        `| | |`,
+        `|---|---|`,
+        `| session | \`${m.envelope.sessionId}\` |`,
+        `| last activation | ${m.envelope.lastCommittedActivationId ? `\`${m.envelope.lastCommittedActivationId}\`` : '—'} |`,
+        `| state identity | \`${m.stateIdentity.mediaType}\` |`,
+        `| entries | ${result.entryCount} |`,
+        `| payload | ${result.payloadBytes} bytes |`,
+        `| tar | ${result.decompressedTarBytes} bytes |`,
+        `| archive | ${result.compressedBytes} bytes |`,
+        `| archive digest | \`${result.archiveDigest}\` |`,
+        `| tree digest | \`${m.payload.treeDigest}\` |`,
+        '',
+      ].join('\n');
+    } catch (err) {
+      if (cancelled(err)) return undefined;
+      const code = err instanceof CompanionRequestError ? (err.causeCode ?? err.code) : 'error';
+      report = `# ${path.basename(file)} — rejected\n\n\`${code}\`: ${message(err)}\n`;
+    }
+    if (options.show !== false) {
+      const doc = await vscode.workspace.openTextDocument({ language: 'markdown', content: report });
+      await vscode.window.showTextDocument(doc, { preview: true });
+    }
+    return { report, result };
+  };
+
+  const hydrateBundle = async (uri?: vscode.Uri, destination?: string) => {
+    const file = await pickBundle(uri);
+    if (!file) return undefined;
+    try {
+      const inspection = await companion.request('bundles/inspect', { path: file });
+      let dest = destination;
+      if (!dest) {
+        const parent = await vscode.window.showOpenDialog({ canSelectFolders: true, canSelectFiles: false, openLabel: 'Hydrate Into This Folder' });
+        if (!parent?.[0]) return undefined;
+        dest = path.join(parent[0].fsPath, path.basename(file).replace(/\.tar\.zst$|\.zst$/, '') || 'hydrated');
+      }
+      const target = dest;
+      const result = await withProgress(`Hydrating ${path.basename(file)}`, (_report, token) =>
+        companion.request('bundles/hydrate', { path: file, sessionId: inspection.manifest.envelope.sessionId, destination: target }, { token }),
+      );
+      if (!destination) {
+        const open = await vscode.window.showInformationMessage(`Hydrated into ${result.destinationRoot}.`, 'Open Workspace Folder');
+        if (open) await vscode.commands.executeCommand('vscode.openFolder', vscode.Uri.file(result.workspaceRoot), { forceNewWindow: true });
+      }
+      return result;
+    } catch (err) {
+      if (!cancelled(err)) void vscode.window.showErrorMessage(`Could not hydrate ${path.basename(file)}: ${message(err)}`);
+      return undefined;
+    }
+  };
+
+  const reg = (id: string, fn: (...args: never[]) => unknown) => vscode.commands.registerCommand(id, fn as (...args: unknown[]) => unknown);
+  return [
+    reg('sandboxSessions.saveSandboxAsRevision', saveSandbox),
+    reg('sandboxSessions.openRevisionInSandbox', openRevision),
+    reg('sandboxSessions.exportRevision', exportRevision),
+    reg('sandboxSessions.inspectBundle', inspectBundle),
+    reg('sandboxSessions.hydrateBundle', hydrateBundle),
+    reg('sandboxSessions.refreshSessions', () => sessions.refresh()),
+  ];
+}

@@ -1,0 +1,86 @@
+// Sessions in a real VS Code: save a sandbox as r1 and r2, see them in the Sessions view, open r1
+// in a new sandbox, export it as a bundle, inspect and hydrate that bundle, and refuse a secret.
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import * as vscode from 'vscode';
+import type { SandboxSummary } from '../../../protocol/sandboxes';
+import { api, newLocalSandbox } from './helpers';
+
+const text = (s: string) => new TextEncoder().encode(s);
+const sandboxUri = (key: string, p: string) => vscode.Uri.from({ scheme: 'sandbox', authority: key, path: `/${p}` });
+
+describe('sessions', () => {
+  let sandbox: SandboxSummary;
+  const work = fs.mkdtempSync(path.join(os.tmpdir(), 'it-sessions-'));
+
+  before(async () => {
+    sandbox = await newLocalSandbox();
+    await vscode.workspace.fs.writeFile(sandboxUri(sandbox.key, 'README.md'), text('first\n'));
+    await vscode.workspace.fs.createDirectory(sandboxUri(sandbox.key, 'node_modules'));
+    await vscode.workspace.fs.writeFile(sandboxUri(sandbox.key, 'node_modules/dep.js'), text('dep'));
+  });
+
+  it('saves a sandbox as r1 and r2 and shows them in the Sessions view', async () => {
+    type Saved = { revision: { ref: { revision: string } }; workspace: { excludedEntries: { path: string }[] } };
+    const r1 = await vscode.commands.executeCommand<Saved>('sandboxSessions.saveSandboxAsRevision', sandbox.key, { sessionId: 'it-demo' });
+    assert.equal(r1.revision.ref.revision, 'r1');
+    assert.deepEqual(r1.workspace.excludedEntries.map((e) => e.path), ['node_modules/']);
+    await vscode.workspace.fs.writeFile(sandboxUri(sandbox.key, 'README.md'), text('second\n'));
+    const r2 = await vscode.commands.executeCommand<Saved>('sandboxSessions.saveSandboxAsRevision', sandbox.key, { sessionId: 'it-demo', expectedRevision: 'r1' });
+    assert.equal(r2.revision.ref.revision, 'r2');
+
+    const { sessions } = await api();
+    const [repository] = await sessions.getChildren();
+    assert.equal(repository?.kind, 'repository');
+    const session = (await sessions.getChildren(repository)).find((n) => n.kind === 'session' && n.session.sessionId === 'it-demo');
+    assert.ok(session, 'the session is listed');
+    const revisions = (await sessions.getChildren(session)).filter((n) => n.kind === 'revision');
+    assert.deepEqual(
+      revisions.map((n) => (n.kind === 'revision' ? n.revision.ref.revision : '')),
+      ['r2', 'r1'],
+    );
+    assert.match(String(sessions.getTreeItem(revisions[0]!).description), /head/);
+  });
+
+  it('opens r1 in a new sandbox with r1 content', async () => {
+    const opened = await vscode.commands.executeCommand<{ sandbox: SandboxSummary }>(
+      'sandboxSessions.openRevisionInSandbox',
+      { sessionId: 'it-demo', revision: 'r1' },
+      { open: false },
+    );
+    assert.notEqual(opened.sandbox.key, sandbox.key);
+    assert.equal(new TextDecoder().decode(await vscode.workspace.fs.readFile(sandboxUri(opened.sandbox.key, 'README.md'))), 'first\n');
+    const names = (await vscode.workspace.fs.readDirectory(sandboxUri(opened.sandbox.key, ''))).map(([n]) => n).sort();
+    assert.deepEqual(names, ['README.md'], 'node_modules was never saved');
+  });
+
+  it('exports r1 as a bundle, inspects it and hydrates it to a folder', async () => {
+    const bundle = path.join(work, 'it-demo-r1.tar.zst');
+    const exported = await vscode.commands.executeCommand<{ path: string; digest: string }>('sandboxSessions.exportRevision', { sessionId: 'it-demo', revision: 'r1' }, bundle);
+    assert.equal(exported.path, bundle);
+    const inspected = await vscode.commands.executeCommand<{ report: string }>('sandboxSessions.inspectBundle', vscode.Uri.file(bundle), { show: false });
+    assert.match(inspected.report, /valid Session Bundle v1/);
+    assert.match(inspected.report, new RegExp(exported.digest));
+    const dest = path.join(work, 'hydrated');
+    await vscode.commands.executeCommand('sandboxSessions.hydrateBundle', vscode.Uri.file(bundle), dest);
+    assert.equal(fs.readFileSync(path.join(dest, 'workspace', 'README.md'), 'utf8'), 'first\n');
+    fs.writeFileSync(path.join(work, 'bad.tar.zst'), 'not a bundle');
+    const bad = await vscode.commands.executeCommand<{ report: string }>('sandboxSessions.inspectBundle', vscode.Uri.file(path.join(work, 'bad.tar.zst')), { show: false });
+    assert.match(bad.report, /rejected[\s\S]*integrity_mismatch/);
+  });
+
+  it('refuses to save a sandbox holding a secret file, naming it, and commits nothing', async () => {
+    await vscode.workspace.fs.writeFile(sandboxUri(sandbox.key, '.env'), text('API_KEY=canary'));
+    await assert.rejects(
+      Promise.resolve(vscode.commands.executeCommand('sandboxSessions.saveSandboxAsRevision', sandbox.key, { sessionId: 'it-demo', expectedRevision: 'r2' })),
+      (e: unknown) => {
+        assert.match((e as Error).message, /\.env/);
+        return true;
+      },
+    );
+    const { revisions } = await (await api()).companion.request('sessions/revisions', { sessionId: 'it-demo' });
+    assert.equal(revisions.length, 2);
+  });
+});
