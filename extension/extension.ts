@@ -3,7 +3,7 @@
 // tasks, and the commands; then finishes an "open sandbox" that a restart interrupted.
 import * as vscode from 'vscode';
 import { parseSandboxKey } from '../protocol/sandboxes';
-import { CompanionClient } from './companion/companionClient';
+import { CompanionClient, REPOSITORY_PASSWORD_SECRET } from './companion/companionClient';
 import { registerSandboxCommands } from './commands/sandboxCommands';
 import { registerSessionCommands } from './commands/sessionCommands';
 import { SANDBOX_SCHEME, SandboxFileSystemProvider, sandboxUri } from './fs/sandboxFileSystemProvider';
@@ -70,6 +70,17 @@ export async function activate(context: vscode.ExtensionContext): Promise<Sandbo
         return new vscode.TerminalProfile(sandboxTerminalOptions(connection, terminals));
       },
     }),
+    vscode.commands.registerCommand('sandboxSessions.setRepositoryPassword', async () => {
+      const password = await vscode.window.showInputBox({ prompt: 'Password of the PostgreSQL session repository', password: true, ignoreFocusOut: true });
+      if (password === undefined) return;
+      await context.secrets.store(REPOSITORY_PASSWORD_SECRET, password);
+      await offerRestart('The repository password was saved in secret storage.');
+    }),
+    vscode.workspace.onDidChangeConfiguration(async (e) => {
+      if (e.affectsConfiguration('sandboxSessions.repository') || e.affectsConfiguration('sandboxSessions.server.nodePath')) {
+        await offerRestart('Sandbox Sessions settings changed.');
+      }
+    }),
     vscode.tasks.registerTaskProvider('sandbox', {
       provideTasks: () => [],
       resolveTask: (task) => resolveSandboxTask(task, registry, terminals),
@@ -92,6 +103,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<Sandbo
       return options.pty instanceof SandboxPseudoterminal ? options.pty.transcript : undefined;
     },
   };
+}
+
+/** The companion server reads its settings at start; a reload of the window restarts it. */
+async function offerRestart(reason: string): Promise<void> {
+  const choice = await vscode.window.showInformationMessage(`${reason} Reload the window to restart the companion server with it.`, 'Reload Window');
+  if (choice) await vscode.commands.executeCommand('workbench.action.reloadWindow');
 }
 
 async function refreshKey(registry: SandboxRegistry, key: string): Promise<void> {

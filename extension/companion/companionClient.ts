@@ -35,11 +35,38 @@ export interface RequestOptions {
   onProgress?: (value: ProgressValue) => void;
 }
 
-function serverOptions(context: vscode.ExtensionContext): ServerOptions {
+export const REPOSITORY_PASSWORD_SECRET = 'sandboxSessions.repository.password';
+
+/**
+ * The server's environment from settings: the session repository (a folder or a postgres:// URL
+ * whose password comes from SecretStorage, never from settings) and its retention.
+ */
+export async function serverEnvironment(context: vscode.ExtensionContext): Promise<NodeJS.ProcessEnv> {
+  const config = vscode.workspace.getConfiguration('sandboxSessions');
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  const repository = config.get<string>('repository', '').trim();
+  if (repository !== '') {
+    let location = repository;
+    if (/^postgres(ql)?:\/\//i.test(repository)) {
+      const url = new URL(repository);
+      const password = await context.secrets.get(REPOSITORY_PASSWORD_SECRET);
+      if (password !== undefined && url.password === '') url.password = password;
+      location = url.toString();
+    }
+    env.SANDBOX_SESSIONS_REPOSITORY = location;
+  }
+  const keep = config.get<number>('repository.keepRevisions');
+  if (keep !== undefined) env.SANDBOX_SESSIONS_KEEP_REVISIONS = String(keep);
+  const activation = config.get<string[]>('activation.command', []);
+  if (activation.length > 0) env.SANDBOX_SESSIONS_ACTIVATION_COMMAND = JSON.stringify(activation);
+  return env;
+}
+
+function serverOptions(context: vscode.ExtensionContext, env: NodeJS.ProcessEnv): ServerOptions {
   const module = context.asAbsolutePath('dist/server.js');
   const configured = vscode.workspace.getConfiguration('sandboxSessions').get<string>('server.nodePath', '').trim();
   if (configured !== '') {
-    return { command: configured, args: [module, 'server', '--stdio'], transport: TransportKind.stdio };
+    return { command: configured, args: [module, 'server', '--stdio'], transport: TransportKind.stdio, options: { env } };
   }
   if (typeof zlib.createZstdCompress !== 'function') {
     throw new CompanionRequestError(
@@ -48,7 +75,7 @@ function serverOptions(context: vscode.ExtensionContext): ServerOptions {
         'Set "sandboxSessions.server.nodePath" to a Node.js 22.15 or newer.',
     );
   }
-  return { module, args: ['server'], transport: TransportKind.stdio, options: { env: { ...process.env } } };
+  return { module, args: ['server'], transport: TransportKind.stdio, options: { env } };
 }
 
 export class CompanionClient implements vscode.Disposable {
@@ -57,7 +84,7 @@ export class CompanionClient implements vscode.Disposable {
   private constructor(private readonly client: LanguageClient) {}
 
   static async start(context: vscode.ExtensionContext, log: vscode.LogOutputChannel): Promise<CompanionClient> {
-    const client = new LanguageClient('sandboxSessions', 'Sandbox Sessions', serverOptions(context), {
+    const client = new LanguageClient('sandboxSessions', 'Sandbox Sessions', serverOptions(context, await serverEnvironment(context)), {
       documentSelector: [],
       outputChannel: log,
       initializationOptions: { protocolVersion: COMPANION_PROTOCOL_VERSION },

@@ -10,7 +10,22 @@ import type { ProviderKind } from '../../protocol/sandboxes';
 import type { SessionRepository } from '../repository/contract';
 import { describeRepositoryLocation, openSessionRepository, resolveRepositoryLocation } from '../repository/open';
 import { SandboxSessionService } from '../sessions/sandboxSessions';
+import { ActivationService } from '../activation/service';
+import type { ActivationCommandConfig } from '../activation/sandboxLayout';
+import { z } from 'zod';
 import type { CommandIo } from './io';
+
+/**
+ * The activation command from SANDBOX_SESSIONS_ACTIVATION_COMMAND (a JSON array of strings, e.g.
+ * `["maka","activate"]`; the extension sets it from `sandboxSessions.activation.command`).
+ */
+function activationCommandFromEnv(): ActivationCommandConfig | undefined {
+  const raw = process.env.SANDBOX_SESSIONS_ACTIVATION_COMMAND;
+  if (!raw) return undefined;
+  const parsed = z.array(z.string().min(1)).min(1).safeParse(JSON.parse(raw));
+  if (!parsed.success) throw new Error('SANDBOX_SESSIONS_ACTIVATION_COMMAND must be a JSON array of strings, e.g. ["maka","activate"]');
+  return { argv: parsed.data };
+}
 
 export async function runServerCommand(argv: string[], io: CommandIo): Promise<number> {
   // --clientProcessId is what vscode-languageclient passes: the server ends when its editor does.
@@ -30,10 +45,24 @@ export async function runServerCommand(argv: string[], io: CommandIo): Promise<n
   };
   const location = resolveRepositoryLocation();
   const sessions = new SandboxSessionService(openRepository, providers, { kind: location.kind, description: describeRepositoryLocation(location) });
+  let activations: Promise<ActivationService> | undefined;
+  const openActivations = () => {
+    activations ??= openRepository().then(
+      (repository) =>
+        new ActivationService({
+          repository,
+          providers: Object.fromEntries(providers),
+          log,
+          ...(activationCommandFromEnv() ? { command: activationCommandFromEnv() } : {}),
+        }),
+    );
+    activations.catch(() => (activations = undefined));
+    return activations;
+  };
   const server = startCompanionServer({
     input: process.stdin,
     output: process.stdout,
-    handlers: createMethodHandlers({ providers, sessions }),
+    handlers: createMethodHandlers({ providers, sessions, activations: openActivations }),
     log,
   });
   log.info('companion server listening on stdio', { pid: process.pid });

@@ -11,6 +11,7 @@ import { materializeSessionCheckpointV1, publishSessionCheckpointV1 } from '../r
 import type { SessionRepository } from '../repository/contract';
 import { SessionRepositoryError } from '../repository/errors';
 import { openSessionRepository } from '../repository/open';
+import { runActivateCommand, runForkCommand } from './activation';
 
 interface Io {
   stdout: NodeJS.WritableStream;
@@ -29,6 +30,8 @@ Commands:
   commit <id> <bundle-file> --agent-id A [--activation-id X]
                                          create a new session with the bundle as r1
   delete <id>                            delete a session and its revisions (its id is never reused)
+  activate <id> --message "…"            run one activation (agent turn) in a fresh sandbox and commit it
+  fork <id>@<rN> [--to <new-id>]         fork a session at a retained revision
   gc                                     delete objects no retained revision or fork references
 
 Options:
@@ -44,6 +47,9 @@ class UsageError extends Error {}
 const CONFLICTS = new Set(['revision_conflict', 'session_already_exists', 'idempotency_conflict']);
 
 export async function runSessionCommand(argv: string[], io: Io): Promise<number> {
+  // One agent turn in a fresh sandbox, and forks: their own option sets (server/cli/activation.ts).
+  if (argv[0] === 'activate') return runActivateCommand(argv.slice(1), io);
+  if (argv[0] === 'fork') return runForkCommand(argv.slice(1), io);
   let parsed: ReturnType<typeof parse>;
   try {
     parsed = parse(argv);

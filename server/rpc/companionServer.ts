@@ -31,6 +31,8 @@ export interface RequestContext {
   signal: AbortSignal;
   /** Reports progress when the client passed a `progressToken`; otherwise a no-op. */
   progress(value: ProgressValue): void;
+  /** Sends a notification to the client (e.g. streamed provisional events). */
+  notify(method: string, params: unknown): void;
   log: Logger;
 }
 
@@ -108,7 +110,8 @@ export function startCompanionServer(options: CompanionServerOptions): Companion
     const started = Date.now();
     try {
       const handler = options.handlers[method] as MethodHandler<typeof method>;
-      const result = await handler(parsed.data as ParamsOf<typeof method>, { signal: controller.signal, progress: sendProgress, log });
+      const notify = (m: string, p: unknown) => void connection.sendNotification(m, p);
+      const result = await handler(parsed.data as ParamsOf<typeof method>, { signal: controller.signal, progress: sendProgress, notify, log });
       const checked = definition.result.safeParse(result);
       if (!checked.success) {
         log.error('handler returned a result that breaks the protocol', { method, issues: zodIssues(checked.error) });

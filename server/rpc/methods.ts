@@ -7,6 +7,7 @@ import type { ProviderKind } from '../../protocol/sandboxes';
 import { hydrateSessionBundle, inspectSessionBundle, type BundleProgress } from '../bundle';
 import { packWorkspace } from '../bundle/packWorkspace';
 import type { SandboxSessionService } from '../sessions/sandboxSessions';
+import type { ActivationService } from '../activation/service';
 import type { SandboxProvider, WorkOptions } from '../sandboxes/provider';
 import { SERVER_VERSION } from '../version';
 import type { MethodHandlers, RequestContext } from './companionServer';
@@ -14,6 +15,8 @@ import type { MethodHandlers, RequestContext } from './companionServer';
 export interface Services {
   providers: ReadonlyMap<ProviderKind, SandboxProvider>;
   sessions: SandboxSessionService;
+  /** Opened with the repository, on first use. */
+  activations: () => Promise<ActivationService>;
 }
 
 function work(ctx: RequestContext): WorkOptions {
@@ -126,5 +129,16 @@ export function createMethodHandlers(services: Services): MethodHandlers {
       const { sandbox, revision } = await services.sessions.openInSandbox(params, work(ctx));
       return { sandbox, revision: revision.ref };
     },
+    'activations/run': async (params, ctx) => {
+      const { progressToken: _token, ...request } = params;
+      const service = await services.activations();
+      return service.run(request, {
+        signal: ctx.signal,
+        onEvent: (event) => ctx.notify('activations/event', { sessionId: request.sessionId, activationId: request.activationId, provisional: true, event }),
+        onProgress: (phase, message) => ctx.progress({ phase, ...(message ? { message } : {}) }),
+      });
+    },
+    'sessions/fork': async (params, ctx) =>
+      (await services.activations()).fork(params, { onProgress: (phase, message) => ctx.progress({ phase, ...(message ? { message } : {}) }) }),
   };
 }
