@@ -1,8 +1,10 @@
 // Session commands: Save Sandbox as Session Revision (exclusions listed, a secret file named and
 // refused), Open Revision in New Sandbox, Export Revision as Bundle…, Inspect Bundle…, Hydrate
 // Bundle to Folder…. Each runs under withProgress with Cancel and refreshes the Sessions view.
+import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import * as vscode from 'vscode';
+import { ActivationEventSchema } from '../../protocol/activation';
 import type { RevisionSummary } from '../../protocol/repository';
 import { type CompanionClient, CompanionRequestError } from '../companion/companionClient';
 import type { SandboxRegistry } from '../sandboxes/registry';
@@ -219,8 +221,79 @@ export function registerSessionCommands(deps: SessionCommandDeps): vscode.Dispos
     }
   };
 
+  const forkSession = async (target: RevisionTarget, options: { targetSessionId?: string; forkId?: string } = {}) => {
+    const picked = await pickRevision(target);
+    if (!picked) return undefined;
+    let revision = picked.revision;
+    if (!revision) revision = (await companion.request('sessions/list', {})).sessions.find((s) => s.sessionId === picked.sessionId)?.head.revision;
+    if (!revision) return undefined;
+    const targetSessionId =
+      options.targetSessionId ??
+      (await vscode.window.showInputBox({ prompt: `Fork ${picked.sessionId}@${revision} as the new session…`, value: `${picked.sessionId}-fork` }));
+    if (!targetSessionId) return undefined;
+    try {
+      const result = await withProgress(`Forking ${picked.sessionId}@${revision}`, (report, token) =>
+        companion.request(
+          'sessions/fork',
+          { forkId: options.forkId ?? randomUUID(), source: { sessionId: picked.sessionId, revision }, targetSessionId },
+          { token, onProgress: (v) => v.message && report(v.message) },
+        ),
+      );
+      sessions.refresh();
+      void vscode.window.showInformationMessage(`Forked ${picked.sessionId}@${revision} as ${result.target.sessionId}@${result.target.revision}.`);
+      return result;
+    } catch (err) {
+      if (!cancelled(err)) void vscode.window.showErrorMessage(`Could not fork ${picked.sessionId}@${revision}: ${message(err)}`);
+      return undefined;
+    }
+  };
+
+  const activationLog = vscode.window.createOutputChannel('Sandbox Sessions: Activations');
+  const runActivation = async (target: RevisionTarget | string, options: { message?: string; activationId?: string; runtime?: string } = {}) => {
+    const sessionId =
+      typeof target === 'string' ? target : target && 'kind' in target && target.kind === 'session' ? target.session.sessionId : (await pickRevision(target))?.sessionId;
+    if (!sessionId) return undefined;
+    const text = options.message ?? (await vscode.window.showInputBox({ prompt: `Message for the agent of ${sessionId}` }));
+    if (!text) return undefined;
+    const activationId = options.activationId ?? randomUUID();
+    activationLog.show(true);
+    activationLog.appendLine(`▶ ${sessionId} · activation ${activationId} — events are provisional until the commit`);
+    const sub = companion.onNotification('activations/event', (raw: unknown) => {
+      const p = raw as { activationId?: string; event?: unknown };
+      if (p.activationId !== activationId) return;
+      const event = ActivationEventSchema.safeParse(p.event);
+      if (event.success) activationLog.appendLine(`  (provisional) ${event.data.type}${event.data.type === 'outcome' ? ` ${event.data.status}` : ''}`);
+    });
+    try {
+      const result = await withProgress(`Running an activation of ${sessionId}`, (report, token) =>
+        companion.request(
+          'activations/run',
+          { sessionId, activationId, stimulus: { type: 'message', payload: { text } }, sandbox: { provider: 'local', runtime: options.runtime ?? 'process', namespace: 'default' } },
+          { token, onProgress: (v) => v.message && report(v.message) },
+        ),
+      );
+      sessions.refresh();
+      if (result.commit === 'committed') {
+        activationLog.appendLine(`✔ committed as ${sessionId}@${result.revision ?? '?'}: ${result.outcome?.status ?? ''}${result.deduplicated ? ' (stored outcome of an earlier run)' : ''}`);
+        void vscode.window.showInformationMessage(`Activation committed as ${sessionId}@${result.revision ?? '?'} (${result.outcome?.status ?? 'no outcome'}).`);
+      } else {
+        activationLog.appendLine(`✖ not committed: ${result.error?.code ?? ''} ${result.error?.message ?? ''}`);
+        void vscode.window.showWarningMessage(`The activation was not committed: ${result.error?.message ?? 'unknown reason'}`);
+      }
+      return result;
+    } catch (err) {
+      if (!cancelled(err)) void vscode.window.showErrorMessage(`Could not run the activation: ${message(err)}`);
+      return undefined;
+    } finally {
+      sub.dispose();
+    }
+  };
+
   const reg = (id: string, fn: (...args: never[]) => unknown) => vscode.commands.registerCommand(id, fn as (...args: unknown[]) => unknown);
   return [
+    activationLog,
+    reg('sandboxSessions.forkSession', forkSession),
+    reg('sandboxSessions.runActivation', runActivation),
     reg('sandboxSessions.saveSandboxAsRevision', saveSandbox),
     reg('sandboxSessions.openRevisionInSandbox', openRevision),
     reg('sandboxSessions.exportRevision', exportRevision),

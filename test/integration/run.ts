@@ -48,6 +48,8 @@ async function main(): Promise<number> {
       XDG_DATA_HOME: dataDir,
       SANDBOX_SESSIONS_LOG_LEVEL: 'debug',
       SANDBOX_SESSIONS_IT_WORK: work,
+      // Activations run the deterministic test agent (Maka's CLI contract) instead of `maka activate`.
+      SANDBOX_SESSIONS_ACTIVATION_COMMAND: JSON.stringify([process.execPath, path.join(REPO_ROOT, 'test/fixtures/agent/agent.mts'), 'activate']),
     },
   });
   const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', headless: true, args: CHROMIUM_ARGS });

@@ -83,4 +83,33 @@ describe('sessions', () => {
     const { revisions } = await (await api()).companion.request('sessions/revisions', { sessionId: 'it-demo' });
     assert.equal(revisions.length, 2);
   });
+
+  it('forks r1 and shows the lineage', async () => {
+    const fork = await vscode.commands.executeCommand<{ target: { sessionId: string; revision: string } }>(
+      'sandboxSessions.forkSession',
+      { sessionId: 'it-demo', revision: 'r1' },
+      { targetSessionId: 'it-demo-fork' },
+    );
+    assert.deepEqual(fork.target, { sessionId: 'it-demo-fork', revision: 'r1' });
+    const { sessions } = await api();
+    const [repository] = await sessions.getChildren();
+    const forked = (await sessions.getChildren(repository)).find((n) => n.kind === 'session' && n.session.sessionId === 'it-demo-fork');
+    assert.ok(forked);
+    const lineage = (await sessions.getChildren(forked)).filter((n) => n.kind === 'lineage').map((n) => (n.kind === 'lineage' ? n.text : ''));
+    assert.deepEqual(lineage, ['forked from it-demo@r1']);
+    const source = (await sessions.getChildren(repository)).find((n) => n.kind === 'session' && n.session.sessionId === 'it-demo');
+    const forks = (await sessions.getChildren(source)).filter((n) => n.kind === 'lineage').map((n) => (n.kind === 'lineage' ? n.text : ''));
+    assert.deepEqual(forks, ['fork it-demo-fork (from r1)']);
+  });
+
+  it('runs an activation with the test agent and commits a new revision', async () => {
+    const result = await vscode.commands.executeCommand<{ commit: string; revision?: string; outcome?: { status: string } }>(
+      'sandboxSessions.runActivation',
+      'it-agent',
+      { message: 'hello from VS Code' },
+    );
+    assert.equal(result.commit, 'committed', JSON.stringify(result));
+    assert.equal(result.revision, 'r1');
+    assert.equal(result.outcome?.status, 'completed');
+  });
 });

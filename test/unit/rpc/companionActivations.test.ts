@@ -89,4 +89,15 @@ describe('companion server: activations and forks', function () {
     assert.equal(byId['agent-demo-fork']?.head.revision, 'r1');
     assert.equal(byId['agent-demo-fork']?.forkedFrom?.revision, 'r1');
   });
+
+  it('refuses a fork of a revision that is not retained, and an activation whose request is malformed', async () => {
+    await assert.rejects(
+      server.connection.sendRequest('sessions/fork', { forkId: 'fork-x', source: { sessionId: 'agent-demo', revision: 'r9' } }),
+      (e: unknown) => (e as { data?: { code?: string; cause?: string } }).data?.cause === 'source_revision_not_available',
+    );
+    await assert.rejects(
+      server.connection.sendRequest('activations/run', { sessionId: 'agent-demo', activationId: 'a-3', stimulus: { type: 'webhook', payload: {} }, sandbox: { provider: 'local', runtime: 'process' } }),
+      (e: unknown) => (e as { data?: { code?: string; issues?: { path: string }[] } }).data?.issues?.some((i) => i.path === 'stimulus.type') === true,
+    );
+  });
 });
