@@ -40,10 +40,15 @@ export class Workbench {
       const input = this.page.locator('.quick-input-widget input.input');
       await input.waitFor({ state: 'visible' });
       await input.fill(`>${title}`);
-      const row = this.page.locator('.quick-input-widget .monaco-list-row', { hasText: title }).first();
+      // Fuzzy matching can rank another command first: click the row whose label is exactly the title.
+      const exact = new RegExp(`^${title.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`);
+      const row = this.page
+        .locator('.quick-input-widget .monaco-list-row')
+        .filter({ has: this.page.locator('.label-name', { hasText: exact }) })
+        .first();
       try {
         await row.waitFor({ state: 'visible', timeout: 3000 });
-        await input.press('Enter');
+        await row.click();
         return;
       } catch (err) {
         await this.page.keyboard.press('Escape');
