@@ -6,6 +6,7 @@ import { parseSandboxKey } from '../protocol/sandboxes';
 import { CompanionClient, REPOSITORY_PASSWORD_SECRET } from './companion/companionClient';
 import { registerSandboxCommands } from './commands/sandboxCommands';
 import { registerSessionCommands } from './commands/sessionCommands';
+import { REVISION_SCHEME, RevisionFileSystemProvider } from './fs/revisionFileSystemProvider';
 import { SANDBOX_SCHEME, SandboxFileSystemProvider, sandboxUri } from './fs/sandboxFileSystemProvider';
 import { activeSandboxKey } from './sandboxes/activeSandbox';
 import { takePendingOpen } from './sandboxes/pendingOpen';
@@ -56,6 +57,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Sandbo
     fileSystem,
     tree,
     vscode.workspace.registerFileSystemProvider(SANDBOX_SCHEME, fileSystem, { isCaseSensitive: true }),
+    vscode.workspace.registerFileSystemProvider(REVISION_SCHEME, new RevisionFileSystemProvider(companion), { isCaseSensitive: true, isReadonly: true }),
     vscode.window.registerTreeDataProvider('sandboxSessions.sandboxes', tree),
     sessions,
     vscode.window.registerTreeDataProvider('sandboxSessions.sessions', sessions),

@@ -506,6 +506,36 @@ export const companionMethods = {
       },
     },
   }),
+  'revisions/list': defineMethod('revisions/list', {
+    description:
+      "One folder of a retained revision, read straight from its bundle: the first call decompresses the bundle once " +
+      'and indexes it (`indexBuilds` counts these in this server); later listings and reads come from the index. ' +
+      'The root holds `state/`, `workspace/` and `state-identity.json`.',
+    params: z.object({ sessionId: IdentifierSchema, revision: RevisionSchema, path: z.string().default('') }),
+    result: z.object({
+      entries: z.array(z.object({ name: z.string(), directory: z.boolean(), size: z.number().int().min(0) })),
+      indexBuilds: z.number().int().min(0),
+    }),
+    example: {
+      params: { sessionId: 'demo', revision: 'r1', path: 'workspace' },
+      result: { entries: [{ name: 'README.md', directory: false, size: 6 }], indexBuilds: 1 },
+    },
+  }),
+  'revisions/read': defineMethod('revisions/read', {
+    description: 'Bytes of one file of a retained revision (at most 786,000 per call; `offset`/`length` for more).',
+    params: z.object({
+      sessionId: IdentifierSchema,
+      revision: RevisionSchema,
+      path: z.string().min(1),
+      offset: z.number().int().min(0).default(0),
+      length: z.number().int().min(1).max(786_000).default(786_000),
+    }),
+    result: z.object({ contents: z.string(), size: z.number().int().min(0), truncated: z.boolean() }),
+    example: {
+      params: { sessionId: 'demo', revision: 'r1', path: 'workspace/README.md' },
+      result: { contents: 'Zmlyc3QK', size: 6, truncated: false },
+    },
+  }),
   'sessions/saveSandbox': defineMethod('sessions/saveSandbox', {
     description:
       "Saves a sandbox's workspace as a session revision: copied out through the gateway, snapshotted under the V1 " +

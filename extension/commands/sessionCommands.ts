@@ -5,6 +5,8 @@ import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import * as vscode from 'vscode';
 import { ActivationEventSchema } from '../../protocol/activation';
+import { REVISION_SCHEME, revisionUri, parseRevisionAuthority } from '../fs/revisionFileSystemProvider';
+import { SANDBOX_SCHEME } from '../fs/sandboxFileSystemProvider';
 import type { RevisionSummary } from '../../protocol/repository';
 import { type CompanionClient, CompanionRequestError } from '../companion/companionClient';
 import type { SandboxRegistry } from '../sandboxes/registry';
@@ -289,8 +291,42 @@ export function registerSessionCommands(deps: SessionCommandDeps): vscode.Dispos
     }
   };
 
+  /** Opens a revision read-only (its workspace/ folder) in a new window. */
+  const browseRevision = async (target: RevisionTarget) => {
+    const picked = await pickRevision(target);
+    if (!picked?.revision) return undefined;
+    const uri = revisionUri(picked.sessionId, picked.revision, 'workspace');
+    await vscode.commands.executeCommand('vscode.openFolder', uri, { forceNewWindow: true });
+    return uri;
+  };
+
+  /**
+   * Compares a file with the same path in a retained revision: the file of the active editor
+   * (a live sandbox or another revision) on the right, the revision on the left.
+   */
+  const compareWithRevision = async (file?: vscode.Uri, against?: { sessionId: string; revision: string }) => {
+    const uri = file ?? vscode.window.activeTextEditor?.document.uri;
+    if (!uri || (uri.scheme !== SANDBOX_SCHEME && uri.scheme !== REVISION_SCHEME)) {
+      void vscode.window.showInformationMessage('Open a file of a sandbox or a revision first.');
+      return undefined;
+    }
+    // A sandbox path is a workspace path; a revision path already starts at the payload root.
+    const rel = uri.scheme === SANDBOX_SCHEME ? `workspace/${uri.path.replace(/^\/+/, '')}` : uri.path.replace(/^\/+/, '');
+    // From the explorer the second argument is the selection (an array): only a {sessionId, revision} counts.
+    const given = against && typeof against === 'object' && !Array.isArray(against) && typeof against.revision === 'string' ? against : undefined;
+    const other = given ?? (await pickRevision(undefined));
+    if (!other?.revision) return undefined;
+    const left = revisionUri(other.sessionId, other.revision, rel);
+    const from = uri.scheme === REVISION_SCHEME ? parseRevisionAuthority(uri.authority) : undefined;
+    const title = `${rel.replace(/^workspace\//, '')} (${other.sessionId}@${other.revision} ↔ ${from ? `${from.sessionId}@${from.revision}` : 'sandbox'})`;
+    await vscode.commands.executeCommand('vscode.diff', left, uri, title);
+    return { left, right: uri };
+  };
+
   const reg = (id: string, fn: (...args: never[]) => unknown) => vscode.commands.registerCommand(id, fn as (...args: unknown[]) => unknown);
   return [
+    reg('sandboxSessions.browseRevision', browseRevision),
+    reg('sandboxSessions.compareWithRevision', compareWithRevision),
     activationLog,
     reg('sandboxSessions.forkSession', forkSession),
     reg('sandboxSessions.runActivation', runActivation),

@@ -10,6 +10,7 @@ import type { ProviderKind } from '../../protocol/sandboxes';
 import type { SessionRepository } from '../repository/contract';
 import { describeRepositoryLocation, openSessionRepository, resolveRepositoryLocation } from '../repository/open';
 import { SandboxSessionService } from '../sessions/sandboxSessions';
+import { RevisionIndexCache } from '../sessions/revisionIndex';
 import { ActivationService } from '../activation/service';
 import type { ActivationCommandConfig } from '../activation/sandboxLayout';
 import { z } from 'zod';
@@ -45,6 +46,7 @@ export async function runServerCommand(argv: string[], io: CommandIo): Promise<n
   };
   const location = resolveRepositoryLocation();
   const sessions = new SandboxSessionService(openRepository, providers, { kind: location.kind, description: describeRepositoryLocation(location) });
+  const revisions = new RevisionIndexCache(openRepository);
   let activations: Promise<ActivationService> | undefined;
   const openActivations = () => {
     activations ??= openRepository().then(
@@ -62,7 +64,7 @@ export async function runServerCommand(argv: string[], io: CommandIo): Promise<n
   const server = startCompanionServer({
     input: process.stdin,
     output: process.stdout,
-    handlers: createMethodHandlers({ providers, sessions, activations: openActivations }),
+    handlers: createMethodHandlers({ providers, sessions, activations: openActivations, revisions }),
     log,
   });
   log.info('companion server listening on stdio', { pid: process.pid });
@@ -85,6 +87,7 @@ export async function runServerCommand(argv: string[], io: CommandIo): Promise<n
       : undefined;
   await server.closed;
   if (orphanCheck) clearInterval(orphanCheck);
+  await revisions.dispose();
   if (repository) await (await repository.catch(() => undefined))?.close();
   for (const stop of stopWatches) stop();
   log.info('client closed the connection; exiting');

@@ -8,6 +8,7 @@ import { hydrateSessionBundle, inspectSessionBundle, type BundleProgress } from 
 import { packWorkspace } from '../bundle/packWorkspace';
 import type { SandboxSessionService } from '../sessions/sandboxSessions';
 import type { ActivationService } from '../activation/service';
+import type { RevisionIndexCache } from '../sessions/revisionIndex';
 import type { SandboxProvider, WorkOptions } from '../sandboxes/provider';
 import { SERVER_VERSION } from '../version';
 import type { MethodHandlers, RequestContext } from './companionServer';
@@ -17,6 +18,7 @@ export interface Services {
   sessions: SandboxSessionService;
   /** Opened with the repository, on first use. */
   activations: () => Promise<ActivationService>;
+  revisions: RevisionIndexCache;
 }
 
 function work(ctx: RequestContext): WorkOptions {
@@ -140,5 +142,13 @@ export function createMethodHandlers(services: Services): MethodHandlers {
     },
     'sessions/fork': async (params, ctx) =>
       (await services.activations()).fork(params, { onProgress: (phase, message) => ctx.progress({ phase, ...(message ? { message } : {}) }) }),
+    'revisions/list': async (params) => ({
+      entries: await services.revisions.list(params.sessionId, params.revision, params.path),
+      indexBuilds: services.revisions.builds,
+    }),
+    'revisions/read': async (params) => {
+      const { contents, size } = await services.revisions.read(params.sessionId, params.revision, params.path, params);
+      return { contents: contents.toString('base64'), size, truncated: params.offset + contents.length < size };
+    },
   };
 }

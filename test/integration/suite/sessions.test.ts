@@ -112,4 +112,35 @@ describe('sessions', () => {
     assert.equal(result.revision, 'r1');
     assert.equal(result.outcome?.status, 'completed');
   });
+
+  it('browses revisions read-only and diffs a sandbox file against r1', async () => {
+    const rev = (revision: string, p: string) => vscode.Uri.from({ scheme: 'sandbox-revision', authority: `${revision}.it-demo`, path: `/${p}` });
+    assert.equal(new TextDecoder().decode(await vscode.workspace.fs.readFile(rev('r1', 'workspace/README.md'))), 'first\n');
+    assert.equal(new TextDecoder().decode(await vscode.workspace.fs.readFile(rev('r2', 'workspace/README.md'))), 'second\n');
+    assert.deepEqual((await vscode.workspace.fs.readDirectory(rev('r1', 'workspace'))).map(([n]) => n), ['README.md']);
+    await assert.rejects(Promise.resolve(vscode.workspace.fs.writeFile(rev('r1', 'workspace/README.md'), text('x'))), (e: unknown) => (e as vscode.FileSystemError).code === 'NoPermissions');
+    await vscode.commands.executeCommand('sandboxSessions.compareWithRevision', sandboxUri(sandbox.key, 'README.md'), { sessionId: 'it-demo', revision: 'r1' });
+    const input = vscode.window.tabGroups.activeTabGroup.activeTab?.input;
+    assert.ok(input instanceof vscode.TabInputTextDiff, 'a diff editor is open');
+    assert.equal(input.original.toString(), rev('r1', 'workspace/README.md').toString());
+    assert.equal(input.modified.toString(), sandboxUri(sandbox.key, 'README.md').toString());
+    await vscode.commands.executeCommand('workbench.action.closeActiveEditor');
+  });
+
+  it('indexes a 5,000-file revision once and serves later listings and reads from the index', async () => {
+    const big = await newLocalSandbox();
+    const client = await (await api()).registry.connection(big.key)!.client();
+    const made = await client.runCommand({ shell: 'mkdir -p d && cd d && for i in $(seq 1 5000); do echo "file $i" > f$i.txt; done' });
+    assert.equal(made.exitCode, 0);
+    await vscode.commands.executeCommand('sandboxSessions.saveSandboxAsRevision', big.key, { sessionId: 'it-big' });
+    const { companion } = await api();
+    const before = (await companion.request('revisions/list', { sessionId: 'it-demo', revision: 'r1', path: '' })).indexBuilds;
+    const rev = (p: string) => vscode.Uri.from({ scheme: 'sandbox-revision', authority: 'r1.it-big', path: `/${p}` });
+    const listing = await vscode.workspace.fs.readDirectory(rev('workspace/d'));
+    assert.equal(listing.length, 5000);
+    for (const i of [1, 777, 5000]) assert.equal(new TextDecoder().decode(await vscode.workspace.fs.readFile(rev(`workspace/d/f${i}.txt`))), `file ${i}\n`);
+    await Promise.all(listing.slice(0, 200).map(([name]) => vscode.workspace.fs.stat(rev(`workspace/d/${name}`))));
+    const after = (await companion.request('revisions/list', { sessionId: 'it-big', revision: 'r1', path: 'workspace' })).indexBuilds;
+    assert.equal(after - before, 1, 'the bundle was decompressed once');
+  });
 });

@@ -169,6 +169,24 @@ describe('companion server: bundles and sessions', function () {
       assert.deepEqual(revisions.map((r) => r.ref.revision), ['r2', 'r1']);
     });
 
+    it('browses revisions straight from their bundles, indexing each bundle once', async () => {
+      type Listing = { entries: { name: string; directory: boolean; size: number }[]; indexBuilds: number };
+      const root = await request<Listing>('revisions/list', { sessionId: 'demo', revision: 'r1', path: '' });
+      assert.deepEqual(root.entries.map((e) => e.name), ['state-identity.json', 'state', 'workspace']);
+      const ws = await request<Listing>('revisions/list', { sessionId: 'demo', revision: 'r1', path: 'workspace' });
+      assert.deepEqual(ws.entries.map((e) => [e.name, e.directory]), [['README.md', false], ['run.sh', false]]);
+      const read = async (revision: string) =>
+        Buffer.from((await request<{ contents: string }>('revisions/read', { sessionId: 'demo', revision, path: 'workspace/README.md' })).contents, 'base64').toString();
+      assert.equal(await read('r1'), 'first\n');
+      assert.equal(await read('r2'), 'second\n');
+      const part = await request<{ contents: string; size: number; truncated: boolean }>('revisions/read', { sessionId: 'demo', revision: 'r2', path: 'workspace/README.md', offset: 2, length: 3 });
+      assert.deepEqual([Buffer.from(part.contents, 'base64').toString(), part.size, part.truncated], ['con', 7, true]);
+      for (let i = 0; i < 5; i++) await read('r1');
+      const again = await request<Listing>('revisions/list', { sessionId: 'demo', revision: 'r2', path: 'workspace' });
+      assert.equal(again.indexBuilds - root.indexBuilds, 1, 'r1 and r2 were each decompressed once');
+      await rejectsWith(request('revisions/read', { sessionId: 'demo', revision: 'r1', path: 'workspace/missing.txt' }), 'not_found');
+    });
+
     it('exports a revision as a bundle file that inspects clean against its digest', async () => {
       const destination = path.join(work, 'demo-r1.tar.zst');
       const out = await request<{ path: string; digest: string; bytes: number; revision: { revision: string } }>('sessions/export', {

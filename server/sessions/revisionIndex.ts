@@ -1,0 +1,166 @@
+// Browsing a committed revision without hydrating it: the revision's bundle is checked out
+// (verified against its committed digest), decompressed once into a cached tar file, and its
+// USTAR headers indexed; listings and reads are then served from the index and that file.
+// Revisions are immutable, so an index is valid forever; the cache keeps the most recent few.
+import { createReadStream, createWriteStream } from 'node:fs';
+import fsp from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import zlib from 'node:zlib';
+import { DEFAULT_PEOPLE_LIMITS } from '../../protocol/bundle';
+import { materializeSessionCheckpointV1 } from '../repository/checkpoint';
+import type { SessionRepository } from '../repository/contract';
+
+export interface RevisionEntry {
+  name: string;
+  directory: boolean;
+  size: number;
+}
+
+interface IndexedFile {
+  offset: number;
+  size: number;
+}
+
+export interface RevisionIndex {
+  digest: string;
+  tarPath: string;
+  files: Map<string, IndexedFile>;
+  /** Directory path ('' = root) → its children, in archive (byte) order. */
+  children: Map<string, RevisionEntry[]>;
+}
+
+export class RevisionBrowseError extends Error {
+  override readonly name = 'RevisionBrowseError';
+  constructor(
+    readonly code: 'object_not_found' | 'integrity_mismatch',
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+const BLOCK = 512;
+
+function field(header: Buffer, start: number, length: number): string {
+  const raw = header.subarray(start, start + length);
+  const nul = raw.indexOf(0);
+  return raw.subarray(0, nul === -1 ? length : nul).toString('utf8');
+}
+
+export class RevisionIndexCache {
+  private readonly indexes = new Map<string, Promise<RevisionIndex>>();
+  /** How many bundles were decompressed and indexed (a diagnostic; tests assert on it). */
+  builds = 0;
+
+  constructor(
+    private readonly repository: () => Promise<SessionRepository>,
+    private readonly cacheDir = path.join(os.tmpdir(), `sandbox-sessions-revisions-${process.pid}`),
+    private readonly maxIndexes = 8,
+  ) {}
+
+  async index(sessionId: string, revision: string): Promise<RevisionIndex> {
+    const repository = await this.repository();
+    const committed = await repository.checkoutExact({ sessionId, revision });
+    const digest = committed.checkpoint.value.compatibilityBundle.digest;
+    let pending = this.indexes.get(digest);
+    if (!pending) {
+      pending = this.build(repository, committed.checkpoint, digest);
+      this.indexes.set(digest, pending);
+      pending.catch(() => this.indexes.delete(digest));
+      while (this.indexes.size > this.maxIndexes) {
+        const [oldest, old] = this.indexes.entries().next().value as [string, Promise<RevisionIndex>];
+        this.indexes.delete(oldest);
+        void old.then((i) => fsp.rm(i.tarPath, { force: true })).catch(() => undefined);
+      }
+    }
+    return pending;
+  }
+
+  private async build(repository: SessionRepository, checkpoint: Parameters<typeof materializeSessionCheckpointV1>[0]['checkpoint'], digest: string): Promise<RevisionIndex> {
+    this.builds += 1;
+    await fsp.mkdir(this.cacheDir, { recursive: true, mode: 0o700 });
+    const id = digest.slice('sha256:'.length);
+    const bundle = path.join(this.cacheDir, `${id}.${process.hrtime.bigint()}.tar.zst`);
+    const tarPath = path.join(this.cacheDir, `${id}.tar`);
+    try {
+      // The bundle bytes are verified against the committed digest while they are copied.
+      await materializeSessionCheckpointV1({ objectStore: repository.objects, checkpoint, destination: bundle, maxBytes: DEFAULT_PEOPLE_LIMITS.maxCompressedBytes });
+      await pipeline(createReadStream(bundle), zlib.createZstdDecompress(), createWriteStream(tarPath, { mode: 0o600 }));
+    } finally {
+      await fsp.rm(bundle, { force: true });
+    }
+    return { digest, tarPath, ...(await scanTar(tarPath)) };
+  }
+
+  async list(sessionId: string, revision: string, dir: string): Promise<RevisionEntry[]> {
+    const index = await this.index(sessionId, revision);
+    const entries = index.children.get(trim(dir));
+    if (!entries) throw new RevisionBrowseError('object_not_found', `${sessionId}@${revision} has no folder ${JSON.stringify(dir)}`);
+    return entries;
+  }
+
+  async read(sessionId: string, revision: string, file: string, range: { offset: number; length: number }): Promise<{ contents: Buffer; size: number }> {
+    const index = await this.index(sessionId, revision);
+    const entry = index.files.get(trim(file));
+    if (!entry) throw new RevisionBrowseError('object_not_found', `${sessionId}@${revision} has no file ${JSON.stringify(file)}`);
+    const start = Math.min(range.offset, entry.size);
+    const length = Math.max(0, Math.min(range.length, entry.size - start));
+    const handle = await fsp.open(index.tarPath, 'r');
+    try {
+      const contents = Buffer.alloc(length);
+      if (length > 0) await handle.read(contents, 0, length, entry.offset + start);
+      return { contents, size: entry.size };
+    } finally {
+      await handle.close();
+    }
+  }
+
+  async dispose(): Promise<void> {
+    this.indexes.clear();
+    await fsp.rm(this.cacheDir, { recursive: true, force: true });
+  }
+}
+
+function trim(p: string): string {
+  return p.replace(/^\/+/, '').replace(/\/+$/, '');
+}
+
+/** Indexes the USTAR headers of a canonical bundle tar (manifest first, then the payload tree). */
+async function scanTar(tarPath: string): Promise<{ files: Map<string, IndexedFile>; children: Map<string, RevisionEntry[]> }> {
+  const files = new Map<string, IndexedFile>();
+  const children = new Map<string, RevisionEntry[]>([['', []]]);
+  const handle = await fsp.open(tarPath, 'r');
+  try {
+    const size = (await handle.stat()).size;
+    const header = Buffer.alloc(BLOCK);
+    let offset = 0;
+    while (offset + BLOCK <= size) {
+      await handle.read(header, 0, BLOCK, offset);
+      if (header.every((b) => b === 0)) break;
+      const name = field(header, 0, 100);
+      const prefix = field(header, 345, 155);
+      const full = prefix ? `${prefix}/${name}` : name;
+      const bytes = parseInt(field(header, 124, 12), 8);
+      const type = String.fromCharCode(header[156] ?? 0);
+      if (!Number.isSafeInteger(bytes) || bytes < 0 || full.split('/').includes('..') || full.startsWith('/')) {
+        throw new RevisionBrowseError('integrity_mismatch', `the bundle has an invalid entry ${JSON.stringify(full)}`);
+      }
+      const dataOffset = offset + BLOCK;
+      if (full !== 'manifest.json') {
+        const directory = type === '5';
+        const rel = full.replace(/\/$/, '');
+        const parent = rel.includes('/') ? rel.slice(0, rel.lastIndexOf('/')) : '';
+        const entry: RevisionEntry = { name: rel.slice(rel.lastIndexOf('/') + 1), directory, size: directory ? 0 : bytes };
+        (children.get(parent) ?? children.set(parent, []).get(parent)!).push(entry);
+        if (directory) children.set(rel, children.get(rel) ?? []);
+        else files.set(rel, { offset: dataOffset, size: bytes });
+      }
+      offset = dataOffset + Math.ceil(bytes / BLOCK) * BLOCK;
+    }
+  } finally {
+    await handle.close();
+  }
+  return { files, children };
+}
