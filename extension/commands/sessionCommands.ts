@@ -37,6 +37,15 @@ export function registerSessionCommands(deps: SessionCommandDeps): vscode.Dispos
   const { companion, registry, sessions, log } = deps;
   const resolveSandbox = createSandboxResolver(companion, registry);
 
+  const pickSession = async (): Promise<string | undefined> => {
+    const { sessions: all } = await companion.request('sessions/list', {});
+    const picked = await vscode.window.showQuickPick(
+      all.map((s) => ({ label: s.sessionId, description: `head ${s.head.revision}` })),
+      { placeHolder: 'Session' },
+    );
+    return picked?.label;
+  };
+
   const pickRevision = async (target: RevisionTarget): Promise<{ sessionId: string; revision?: string } | undefined> => {
     if (target && 'kind' in target) {
       if (target.kind === 'revision') return { sessionId: target.revision.ref.sessionId, revision: target.revision.ref.revision };
@@ -44,15 +53,14 @@ export function registerSessionCommands(deps: SessionCommandDeps): vscode.Dispos
       return undefined;
     }
     if (target) return target;
-    const { sessions: all } = await companion.request('sessions/list', {});
-    const session = await vscode.window.showQuickPick(all.map((s) => ({ label: s.sessionId, description: `head ${s.head.revision}` })), { placeHolder: 'Session' });
-    if (!session) return undefined;
-    const { revisions } = await companion.request('sessions/revisions', { sessionId: session.label });
+    const sessionId = await pickSession();
+    if (!sessionId) return undefined;
+    const { revisions } = await companion.request('sessions/revisions', { sessionId });
     const revision = await vscode.window.showQuickPick(
       revisions.map((r: RevisionSummary) => ({ label: r.ref.revision, description: `${r.committedAt}${r.isHead ? ' · head' : ''}` })),
-      { placeHolder: `Revision of ${session.label}` },
+      { placeHolder: `Revision of ${sessionId}` },
     );
-    return revision ? { sessionId: session.label, revision: revision.label } : undefined;
+    return revision ? { sessionId, revision: revision.label } : undefined;
   };
 
   const saveSandbox = async (target: SandboxTarget, options: { sessionId?: string; expectedRevision?: string | null } = {}) => {
@@ -253,7 +261,13 @@ export function registerSessionCommands(deps: SessionCommandDeps): vscode.Dispos
   const activationLog = vscode.window.createOutputChannel('Sandbox Sessions: Activations');
   const runActivation = async (target: RevisionTarget | string, options: { message?: string; activationId?: string; runtime?: string } = {}) => {
     const sessionId =
-      typeof target === 'string' ? target : target && 'kind' in target && target.kind === 'session' ? target.session.sessionId : (await pickRevision(target))?.sessionId;
+      typeof target === 'string'
+        ? target
+        : target && 'kind' in target && (target.kind === 'session' || target.kind === 'revision')
+          ? target.session.sessionId
+          : target && !('kind' in target)
+            ? target.sessionId
+            : await pickSession();
     if (!sessionId) return undefined;
     const text = options.message ?? (await vscode.window.showInputBox({ prompt: `Message for the agent of ${sessionId}` }));
     if (!text) return undefined;

@@ -10,6 +10,7 @@ import type { CommittedSessionRevision, RevisionSummary, SessionSummary } from '
 import type { ProviderKind, SandboxCreateSpec, SandboxRef, SandboxSummary } from '../../protocol/sandboxes';
 import { hydrateSessionBundle } from '../bundle';
 import { packWorkspace } from '../bundle/packWorkspace';
+import { neutralIdentity } from '../activation/stateIdentity';
 import { classifyWorkspacePath } from '../bundle/snapshotPolicy';
 import { materializeSessionCheckpointV1, publishSessionCheckpointV1 } from '../repository/checkpoint';
 import type { SessionRepository } from '../repository/contract';
@@ -116,6 +117,8 @@ export class SandboxSessionService {
         workspaceRoot: workspaceDir,
         destination: path.join(tmp, 'bundle.tar.zst'),
         sessionId: input.sessionId,
+        // A sandbox has no Maka state: the neutral descriptor, so an activation starts a new Maka session.
+        stateIdentity: neutralIdentity(input.sessionId),
         limits: DEFAULT_PEOPLE_LIMITS,
         signal: work.signal,
       });

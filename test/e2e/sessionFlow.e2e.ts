@@ -1,0 +1,127 @@
+// A person's session flow in a real VS Code (code-server, the packaged extension) in headless
+// Chromium: save a sandbox as a session revision → edit and save r2 → fork r1 → run an
+// activation (the deterministic test agent stands in for `maka activate`) → compare the sandbox's
+// file with r1 in a diff editor. Screenshots of every step land in test/e2e/screenshots/.
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { type Browser, chromium, type Page } from 'playwright-core';
+import { sandboxKey } from '../../protocol/sandboxes';
+import { ensureGateway, stopGateway } from '../../server/gateway/daemonClient';
+import { endpointPathOf, LocalGatewayClient } from '../../server/gateway/localClient';
+import { packageExtension, REPO_ROOT } from '../../scripts/packageExtension';
+import { CHROMIUM_ARGS, type CodeServer, startCodeServer } from '../../scripts/vscodeHost';
+import { Workbench } from './workbench';
+
+describe('e2e: save → fork → activate → compare', function () {
+  this.timeout(180_000);
+  let work: string;
+  let stateDir: string;
+  let server: CodeServer;
+  let browser: Browser;
+  let page: Page;
+  let wb: Workbench;
+
+  before(async () => {
+    work = fs.mkdtempSync(path.join(os.tmpdir(), 'sandbox-sessions-e2e-sessions-'));
+    stateDir = path.join(work, 'state');
+    const vsix = packageExtension();
+    const gateway = await ensureGateway({ stateDir, command: [process.execPath, path.join(REPO_ROOT, 'dist/server.js'), 'gateway'] });
+    const api = new LocalGatewayClient(gateway.url, gateway.token);
+    await api.createRun('default', {
+      apiVersion: 'kruntimes.io/v1alpha1',
+      kind: 'Run',
+      metadata: { name: 'e2e-work', namespace: 'default' },
+      spec: { runtime: 'process', mode: { session: { idleTimeoutSeconds: 900 } } },
+    });
+    const run = await api.waitPhase('default', 'e2e-work', ['Ready']);
+    await api.execute(endpointPathOf(run), { command: { shell: 'printf "first\\n" > README.md' } });
+    server = await startCodeServer({
+      workDir: work,
+      installVsix: vsix,
+      env: {
+        SANDBOX_SESSIONS_STATE_DIR: stateDir,
+        SANDBOX_SESSIONS_REPOSITORY: path.join(work, 'repository'),
+        SANDBOX_SESSIONS_ACTIVATION_COMMAND: JSON.stringify([process.execPath, path.join(REPO_ROOT, 'test/fixtures/agent/agent.mts'), 'activate']),
+      },
+    });
+    browser = await chromium.launch({ executablePath: '/usr/bin/chromium', headless: true, args: CHROMIUM_ARGS });
+    page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    wb = new Workbench(page, 'sessions');
+    const folder = `sandbox://${sandboxKey({ provider: 'local', context: 'local', namespace: 'default', name: 'e2e-work' })}/`;
+    await page.goto(`${server.url}/?folder=${encodeURIComponent(folder)}`);
+    await wb.waitForWorkbench();
+    await wb.explorerItem('README.md').waitFor({ timeout: 60_000 });
+  });
+
+  afterEach(async function () {
+    if (this.currentTest?.state === 'failed' && wb) await wb.screenshot(`failed-${this.currentTest.title.replace(/\W+/g, '-')}`).catch(() => undefined);
+  });
+
+  after(async () => {
+    await browser?.close().catch(() => undefined);
+    await server?.stop();
+    await stopGateway({ stateDir });
+  });
+
+  const typeInInput = async (text: string) => {
+    const input = page.locator('.quick-input-widget input.input');
+    await input.waitFor({ state: 'visible' });
+    await input.fill(text);
+    await input.press('Enter');
+  };
+
+  it('saves the sandbox as r1 of a new session', async () => {
+    await wb.runCommand('Sandbox Sessions: Save Sandbox as Session Revision');
+    await wb.pick('New session…');
+    await typeInInput('e2e-session');
+    await wb.waitForNotification(/Saved e2e-work as e2e-session@r1/);
+    await wb.screenshot('saved-r1');
+  });
+
+  it('edits a file and saves r2 on top of r1', async () => {
+    await wb.explorerItem('README.md').click();
+    const editor = page.locator('.editor-instance .monaco-editor').first();
+    await editor.waitFor();
+    await editor.click();
+    await page.keyboard.press('Control+End');
+    await page.keyboard.type('second line');
+    await page.keyboard.press('Control+S');
+    await page.waitForTimeout(1000);
+    await wb.runCommand('Sandbox Sessions: Save Sandbox as Session Revision');
+    await wb.pick('e2e-session');
+    await wb.waitForNotification(/Saved e2e-work as e2e-session@r2/);
+    await wb.screenshot('saved-r2');
+  });
+
+  it('forks r1 into a new session', async () => {
+    await wb.runCommand('Sandbox Sessions: Fork Session at Revision…');
+    await wb.pick('e2e-session');
+    await wb.pick(/^r1/);
+    await typeInInput('e2e-session-fork');
+    await wb.waitForNotification(/Forked e2e-session@r1 as e2e-session-fork@r1/);
+    await wb.screenshot('forked');
+  });
+
+  it('runs an activation that commits r3', async () => {
+    await wb.runCommand('Sandbox Sessions: Run Activation…');
+    await wb.pick('e2e-session');
+    await typeInInput('hello from the e2e test');
+    await wb.waitForNotification(/Activation committed as e2e-session@r3 \(completed\)/, 90_000);
+    await wb.screenshot('activated');
+  });
+
+  it('compares the sandbox file with r1 in a diff editor', async () => {
+    await wb.explorerItem('README.md').click();
+    await wb.runCommand('Sandbox Sessions: Compare with Revision…');
+    await wb.pick('e2e-session');
+    await wb.pick(/^r1/);
+    const diff = page.locator('.monaco-diff-editor').first();
+    await diff.waitFor({ timeout: 30_000 });
+    await page.waitForTimeout(1000);
+    const text = (await diff.innerText()).replace(/\u00a0/g, ' ');
+    assert.match(text, /second line/);
+    await wb.screenshot('compare');
+  });
+});
