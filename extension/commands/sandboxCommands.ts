@@ -2,6 +2,7 @@
 // Open Sandbox (as a workspace folder or in a new window), Open Terminal, Close Sandbox (Drain),
 // Cancel Sandbox (Immediate), Delete, Download Artifacts…, Show Logs. Long work runs under
 // withProgress with a working Cancel.
+import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import * as vscode from 'vscode';
@@ -191,7 +192,7 @@ export function registerSandboxCommands(deps: CommandDeps): vscode.Disposable[] 
         canSelectFiles: false,
         canSelectMany: false,
         openLabel: 'Download Here',
-        defaultUri: vscode.Uri.file(path.join(os.homedir(), 'Downloads')),
+        defaultUri: vscode.Uri.file(fs.existsSync(path.join(os.homedir(), 'Downloads')) ? path.join(os.homedir(), 'Downloads') : os.homedir()),
       });
       if (!picked?.[0]) return;
       dest = path.join(picked[0].fsPath, s.ref.name);

@@ -126,10 +126,25 @@ describe('e2e: a local sandbox from open to Drain', function () {
     // VS Code's simple file dialog (code-server): type the folder, accept it.
     const input = page.locator('.quick-input-widget input.input');
     await input.waitFor({ state: 'visible' });
-    await input.fill(`${downloads}/`);
-    await page.waitForTimeout(500);
+    // The dialog fills in its default folder once it has read it: type ours only after that.
+    for (let i = 0; i < 100 && !(await input.inputValue()).startsWith('/'); i++) await page.waitForTimeout(100);
+    // Type the folder as a person does (select all, type); the dialog completes paths as you type,
+    // so re-type until it shows exactly our folder.
+    for (let attempt = 0; attempt < 5 && (await input.inputValue()) !== `${downloads}/`; attempt++) {
+      await input.click();
+      await page.keyboard.press('Control+A');
+      await page.keyboard.type(`${downloads}/`, { delay: 10 });
+      await page.waitForTimeout(700);
+    }
+    assert.equal(await input.inputValue(), `${downloads}/`);
     await wb.screenshot('download-dialog');
-    await page.locator('.quick-input-widget').getByRole('button', { name: 'Download Here' }).click();
+    // Accept: the dialog may first settle on the folder it was given (Enter), then take the button.
+    const dialog = page.locator('.quick-input-widget');
+    for (let attempt = 0; attempt < 6 && (await input.isVisible()); attempt++) {
+      if (attempt % 2 === 0) await dialog.getByRole('button', { name: 'Download Here' }).click().catch(() => undefined);
+      else await input.press('Enter').catch(() => undefined);
+      await page.waitForTimeout(1000);
+    }
     await wb.waitForNotification(/Downloaded 1 verified artifact/);
     await wb.screenshot('downloaded');
     const file = path.join(downloads, 'e2e-sbx', 'report.txt');

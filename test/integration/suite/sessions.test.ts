@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import * as vscode from 'vscode';
 import type { SandboxSummary } from '../../../protocol/sandboxes';
-import { api, newLocalSandbox } from './helpers';
+import { api, newLocalSandbox, until } from './helpers';
 
 const text = (s: string) => new TextEncoder().encode(s);
 const sandboxUri = (key: string, p: string) => vscode.Uri.from({ scheme: 'sandbox', authority: key, path: `/${p}` });
@@ -142,5 +142,34 @@ describe('sessions', () => {
     await Promise.all(listing.slice(0, 200).map(([name]) => vscode.workspace.fs.stat(rev(`workspace/d/${name}`))));
     const after = (await companion.request('revisions/list', { sessionId: 'it-big', revision: 'r1', path: 'workspace' })).indexBuilds;
     assert.equal(after - before, 1, 'the bundle was decompressed once');
+  });
+
+  it('cancelling a save or an open leaves no temp files, no revision and no half-filled sandbox', async () => {
+    const { companion, registry } = await api();
+    const busy = await newLocalSandbox();
+    const client = await registry.connection(busy.key)!.client();
+    const made = await client.runCommand({ shell: 'for i in $(seq 1 400); do head -c 65536 /dev/urandom > f$i.bin; done' });
+    assert.equal(made.exitCode, 0);
+    const temps = () => fs.readdirSync(os.tmpdir()).filter((n) => n.startsWith('sandbox-sessions-save-') || n.startsWith('sandbox-sessions-open-')).sort();
+    const before = temps();
+    const cancelAfterFirstProgress = async (run: (token: vscode.CancellationToken, onProgress: () => void) => Promise<unknown>) => {
+      const source = new vscode.CancellationTokenSource();
+      await assert.rejects(
+        run(source.token, () => source.cancel()),
+        (e: unknown) => (e as { code?: string }).code === 'cancelled',
+      );
+    };
+    await cancelAfterFirstProgress((token, onProgress) =>
+      companion.request('sessions/saveSandbox', { sandbox: busy.ref, sessionId: 'it-cancelled' }, { token, onProgress }),
+    );
+    await assert.rejects(companion.request('sessions/revisions', { sessionId: 'it-cancelled' }), (e: unknown) => (e as { code?: string }).code === 'not_found');
+    const sandboxesBefore = (await companion.request('sandboxes/list', { provider: 'local' })).sandboxes.filter((x) => x.phase === 'Ready').length;
+    await cancelAfterFirstProgress((token, onProgress) =>
+      companion.request('sessions/openInSandbox', { sessionId: 'it-demo', revision: 'r1', sandbox: { provider: 'local', runtime: 'process' } }, { token, onProgress }),
+    );
+    const sandboxesAfter = (await companion.request('sandboxes/list', { provider: 'local' })).sandboxes.filter((x) => x.phase === 'Ready').length;
+    assert.equal(sandboxesAfter, sandboxesBefore, 'no extra Ready sandbox survives a cancelled open');
+    // The client rejects at once; the server finishes unwinding (and removes its temp folders) right after.
+    await until(() => JSON.stringify(temps()) === JSON.stringify(before), 'the temp folders to be gone', 10_000);
   });
 });
