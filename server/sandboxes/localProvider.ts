@@ -59,10 +59,16 @@ export class LocalSandboxProvider implements SandboxProvider {
     this.stateDir = options.stateDir ?? defaultStateDir();
   }
 
+  /** One find-or-start at a time: concurrent callers (a request and the watch) share it. */
+  private finding: Promise<GatewayHandle> | undefined;
+
   /** The daemon's handle, starting it when none is healthy; refreshed after a restart. */
   private async gateway(fresh = false): Promise<{ handle: GatewayHandle; api: LocalGatewayClient }> {
     if (!this.handle || fresh) {
-      this.handle = await ensureGateway({ stateDir: this.stateDir, ...(this.options.gatewayCommand ? { command: this.options.gatewayCommand } : {}) });
+      this.finding ??= ensureGateway({ stateDir: this.stateDir, ...(this.options.gatewayCommand ? { command: this.options.gatewayCommand } : {}) }).finally(() => {
+        this.finding = undefined;
+      });
+      this.handle = await this.finding;
     }
     return { handle: this.handle, api: new LocalGatewayClient(this.handle.url, this.handle.token) };
   }
