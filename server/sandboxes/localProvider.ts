@@ -32,7 +32,7 @@ import {
   type SandboxRef,
   type SandboxSummary,
 } from '../../protocol/sandboxes';
-import { ensureGateway, type GatewayHandle } from '../gateway/daemonClient';
+import { ensureGateway, findGateway, type GatewayHandle } from '../gateway/daemonClient';
 import { LocalApiError, LocalGatewayClient } from '../gateway/localClient';
 import { artifactFile } from '../local/artifactStore';
 import { defaultBackends } from '../local/backends';
@@ -267,7 +267,10 @@ export class LocalSandboxProvider implements SandboxProvider {
       let delay = 200;
       while (!controller.signal.aborted) {
         try {
-          const { handle } = await this.gateway(delay > 200);
+          // Watching never starts a daemon (an editor that never uses sandboxes must not spawn
+          // one): it follows the daemon this provider uses, or one another process started.
+          const handle = (delay === 200 ? this.handle : undefined) ?? (await findGateway(this.stateDir));
+          if (!handle) throw new Error('no local gateway is running yet');
           const res = await request(`${handle.url}/local/v1/runs?watch=true&timeoutSeconds=1800`, {
             headers: { authorization: `Bearer ${handle.token}` },
             signal: controller.signal,
