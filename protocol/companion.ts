@@ -161,6 +161,25 @@ export const InitializeResultSchema = z.object({
   capabilities: z.object({}),
 });
 
+/** The checkpoint of the examples below: Maka's golden fixture bundle, as the file repository stores it. */
+const EXAMPLE_CHECKPOINT = {
+  manifest: {
+    objectRef: 'maka-local-object://v1/9f2c',
+    digest: 'sha256:0cd8b83b480b1566b63210484b536ccd9710d9c69cdc8552ebeb04c4f245e30c',
+    bytes: 321,
+    mediaType: 'application/vnd.maka.session-checkpoint-manifest+json;version=1',
+  },
+  value: {
+    schemaVersion: 1,
+    compatibilityBundle: {
+      objectRef: 'maka-local-object://v1/56aadf143fb7072bfbba169941c43f397948f3a7569524aeee5109aeb20fbecd',
+      digest: 'sha256:c7c9efbe9fc8a1c84f22ec016985457d82070001c4579d5cecb1304459fed5e1',
+      bytes: 676,
+      mediaType: 'application/vnd.maka.session-bundle+tar;version=1;compression=zstd',
+    },
+  },
+};
+
 /**
  * The method table. Later features add their methods here; the server must implement every
  * entry, and `docs/protocol.md` is checked against it.
@@ -468,18 +487,7 @@ export const companionMethods = {
         revisions: [
           {
             ref: { sessionId: 'demo', revision: 'r1' },
-            checkpoint: {
-              manifest: { objectRef: 'maka-local-object://v1/9f2c', digest: 'sha256:0cd8b83b480b1566b63210484b536ccd9710d9c69cdc8552ebeb04c4f245e30c', bytes: 321, mediaType: 'application/vnd.maka.session-checkpoint-manifest+json;version=1' },
-              value: {
-                schemaVersion: 1,
-                compatibilityBundle: {
-                  objectRef: 'maka-local-object://v1/56aadf143fb7072bfbba169941c43f397948f3a7569524aeee5109aeb20fbecd',
-                  digest: 'sha256:c7c9efbe9fc8a1c84f22ec016985457d82070001c4579d5cecb1304459fed5e1',
-                  bytes: 676,
-                  mediaType: 'application/vnd.maka.session-bundle+tar;version=1;compression=zstd',
-                },
-              },
-            },
+            checkpoint: EXAMPLE_CHECKPOINT,
             committedAt: '2026-11-29T10:00:00.000Z',
             isHead: true,
           },
@@ -563,18 +571,7 @@ export const companionMethods = {
         revision: {
           ref: { sessionId: 'demo', revision: 'r1' },
           agentId: 'sandbox-sessions',
-          checkpoint: {
-            manifest: { objectRef: 'maka-local-object://v1/9f2c', digest: 'sha256:0cd8b83b480b1566b63210484b536ccd9710d9c69cdc8552ebeb04c4f245e30c', bytes: 321, mediaType: 'application/vnd.maka.session-checkpoint-manifest+json;version=1' },
-            value: {
-              schemaVersion: 1,
-              compatibilityBundle: {
-                objectRef: 'maka-local-object://v1/56aadf143fb7072bfbba169941c43f397948f3a7569524aeee5109aeb20fbecd',
-                digest: 'sha256:c7c9efbe9fc8a1c84f22ec016985457d82070001c4579d5cecb1304459fed5e1',
-                bytes: 676,
-                mediaType: 'application/vnd.maka.session-bundle+tar;version=1;compression=zstd',
-              },
-            },
-          },
+          checkpoint: EXAMPLE_CHECKPOINT,
         },
         bundle: { digest: 'sha256:c7c9efbe9fc8a1c84f22ec016985457d82070001c4579d5cecb1304459fed5e1', bytes: 676, entryCount: 8 },
         workspace: {
