@@ -77,12 +77,20 @@ export const SandboxCreateSpecSchema = z.object({
   operationTimeout: z.string().optional(),
   timeout: z.string().optional(),
   env: z.record(z.string(), z.string()).optional(),
+  /** kruntimes: artifacts materialized into the workspace before Ready (`spec.artifactInputs`). */
+  artifactInputs: z.array(z.object({ ref: ArtifactRefSchema, path: z.string().min(1) })).max(32).optional(),
 });
 export type SandboxCreateSpec = z.infer<typeof SandboxCreateSpecSchema>;
 
 export const SandboxConnectionSchema = z.object({
   endpoint: z.object({ url: z.string(), caBundle: z.string().optional() }),
   token: z.string(),
+  /**
+   * TLS for a port-forwarded hop: the endpoint URL names 127.0.0.1, the certificate names the
+   * Service, so the client verifies it against `caBundle` under `servername` (or, without a CA
+   * bundle, does not verify that one loopback hop, as the kruntimes SDKs do).
+   */
+  tls: z.object({ servername: z.string().optional(), rejectUnauthorized: z.boolean().optional() }).optional(),
   capabilities: GatewayCapabilitiesSchema.optional(),
 });
 export type SandboxConnection = z.infer<typeof SandboxConnectionSchema>;

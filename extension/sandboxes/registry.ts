@@ -27,7 +27,7 @@ class RegistryConnection implements SandboxConnection {
     if (!this.current) {
       const opening = this.registry.companion.request('sandboxes/open', { ref: this.ref }).then((c) => {
         // Reads may meet informer lag right after Ready; retry them briefly.
-        const client = new GatewayClient({ endpoint: c.endpoint, token: c.token, readRetryWindowMs: 5000 });
+        const client = new GatewayClient({ endpoint: c.endpoint, token: c.token, tls: c.tls, readRetryWindowMs: 5000 });
         this.caps = c.capabilities;
         return { client, capabilities: c.capabilities };
       });

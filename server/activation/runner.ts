@@ -313,7 +313,7 @@ export class ActivationRunner {
       const recorded = await this.repo.activations.update(sessionId, activationId, ctx.token, (r) => ({ ...r, sandbox: created.ref }));
       if (!recorded) throw new ActivationError('ownership_lost', `activation ${activationId} was taken over by another server`);
       const connection = await provider.open(created.ref);
-      client = new GatewayClient({ endpoint: connection.endpoint, token: connection.token });
+      client = new GatewayClient({ endpoint: connection.endpoint, token: connection.token, tls: connection.tls });
       const pwd = await client.runCommand({ argv: ['pwd'] }, { signal });
       const root = pwd.stdout.toString('utf8').trim();
       if (pwd.exitCode !== 0 || !root.startsWith('/')) throw new ActivationError('sandbox_failed', `cannot find the sandbox root (pwd exited ${pwd.exitCode})`);

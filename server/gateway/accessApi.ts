@@ -1,10 +1,14 @@
 // The Runtime access API for local Runs, `/v1/namespaces/{ns}/runtimes/{rt}/sessions/{uid}`,
 // in the kruntimes era-C check order: route (404 `endpoint not found`) → concurrency (429,
-// counted by the daemon) → Run lookup (404/409) → bearer token (401) → method (405) → body and
-// query (400/413) → the operation. Extensions, advertised under `capabilities` in the status
+// counted by the daemon) → Run lookup (404/409) → authorization (401/403/503, pluggable) →
+// method (405) → body and query (400/413) → the operation. `operations:ws` goes through the same
+// checks on its upgrade request (answered as plain HTTP errors before any upgrade), then hands
+// the connection to a SessionSocket. Extensions, advertised under `capabilities` in the status
 // body: ranged reads (`offset`, `length`), `POST P/operations/{id}:cancel`, `isolateNetwork`.
 import { randomBytes } from 'node:crypto';
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { WebSocketServer } from 'ws';
 import {
   GatewayLimits,
   GatewayMessages,
@@ -16,10 +20,12 @@ import type { LocalRuntime } from '../local/localRuntime';
 import type { LocalSession } from '../local/localSession';
 import { SessionError, invalidArgument } from '../local/sessionError';
 import { isValidOperationId } from '../local/execRecord';
-import type { BearerAuth } from './auth';
+import type { AccessAuthorizer, AuthResult } from './auth';
 import { BodyTooLargeError, goJsonBytes, readBody, sendError, sendJson } from './httpBodies';
 import { decodeOperation } from './operationDecode';
+import { produceOperationEvents, type OperationEvent } from './operationEvents';
 import type { AccessRequestCounters } from './requestCounters';
+import { SessionSocket, SocketMessages, rejectUpgrade, upgradeProblem } from './sessionSocket';
 
 export interface AccessLimits {
   maxRequestBodyBytes: number;
@@ -27,7 +33,7 @@ export interface AccessLimits {
 }
 
 export type AccessRoute =
-  | { kind: 'status' | 'execute' | 'stream' | 'list'; ns: string; rt: string; uid: string }
+  | { kind: 'status' | 'execute' | 'stream' | 'ws' | 'list'; ns: string; rt: string; uid: string }
   | { kind: 'read'; ns: string; rt: string; uid: string; path: string }
   | { kind: 'cancel'; ns: string; rt: string; uid: string; operationId: string };
 
@@ -35,6 +41,7 @@ const METHODS: Record<AccessRoute['kind'], string> = {
   status: 'GET',
   execute: 'POST',
   stream: 'POST',
+  ws: 'GET',
   list: 'GET',
   read: 'GET',
   cancel: 'POST',
@@ -59,6 +66,7 @@ export function matchAccessRoute(pathname: string): AccessRoute | undefined {
   if (rest.length === 0) return { kind: 'status', ...base };
   if (rest.length === 1 && rest[0] === 'operations:execute') return { kind: 'execute', ...base };
   if (rest.length === 1 && rest[0] === 'operations:stream') return { kind: 'stream', ...base };
+  if (rest.length === 1 && rest[0] === 'operations:ws') return { kind: 'ws', ...base };
   if (rest.length === 1 && rest[0] === 'files') return { kind: 'list', ...base };
   if (rest.length >= 2 && rest[0] === 'files') return { kind: 'read', ...base, path: rest.slice(1).join('/') };
   if (rest.length === 2 && rest[0] === 'operations' && rest[1]?.endsWith(':cancel')) {
@@ -103,28 +111,54 @@ function clientGone(res: ServerResponse): AbortSignal {
   return controller.signal;
 }
 
+/** A request that passed the Run lookup and authorization, or the HTTP error it gets. */
+type Admission = { ok: true; session: LocalSession } | { ok: false; status: number; message: string };
+
 export class AccessApi {
+  /** Upgrades `operations:ws` requests (no server of its own: the daemon's HTTP server feeds it). */
+  private readonly sockets: WebSocketServer;
+
   constructor(
     private readonly runtime: LocalRuntime,
-    private readonly auth: BearerAuth,
+    private readonly auth: AccessAuthorizer,
     private readonly limits: AccessLimits,
     private readonly counters?: AccessRequestCounters,
-  ) {}
+  ) {
+    this.sockets = new WebSocketServer({ noServer: true, maxPayload: limits.maxRequestBodyBytes, perMessageDeflate: false });
+  }
+
+  /** Run lookup (404/409) then authorization (401/403/503), in the era-C order. */
+  private async admit(route: AccessRoute, headers: IncomingHttpHeaders): Promise<Admission> {
+    let session: LocalSession;
+    let run: { metadata: { name?: string } };
+    try {
+      if (route.kind === 'cancel') {
+        // Cancel also reaches a Run that is draining (its accepted commands still run).
+        const found = this.runtime.sessionByUid(route.ns, route.rt, route.uid) ?? this.runtime.lookupSession(route.ns, route.rt, route.uid);
+        ({ session, run } = found);
+      } else {
+        ({ session, run } = this.runtime.lookupSession(route.ns, route.rt, route.uid));
+      }
+    } catch (err) {
+      if (err instanceof SessionError) return { ok: false, status: err.httpStatus, message: err.message };
+      throw err;
+    }
+    let decision: AuthResult;
+    try {
+      decision = await this.auth.authorize(headers, { namespace: route.ns, name: run.metadata.name ?? '', uid: route.uid });
+    } catch (err) {
+      decision = { ok: false, status: 503, message: `authorize Session Run: ${(err as Error).message}` };
+    }
+    return decision.ok ? { ok: true, session } : decision;
+  }
 
   async handle(req: IncomingMessage, res: ServerResponse, route: AccessRoute, url: URL): Promise<void> {
     try {
-      let session: LocalSession;
-      if (route.kind === 'cancel') {
-        // Cancel also reaches a Run that is draining (its accepted commands still run).
-        const found = this.runtime.sessionByUid(route.ns, route.rt, route.uid);
-        if (!found) this.runtime.lookupSession(route.ns, route.rt, route.uid); // throws the right 404/409
-        session = found as LocalSession;
-      } else {
-        session = this.runtime.lookupSession(route.ns, route.rt, route.uid).session;
-      }
-      const auth = this.auth.check(req.headers);
-      if (!auth.ok) return sendError(res, auth.status, auth.message);
+      const admitted = await this.admit(route, req.headers);
+      if (!admitted.ok) return sendError(res, admitted.status, admitted.message);
+      const session = admitted.session;
       if (req.method !== METHODS[route.kind]) return sendError(res, 405, GatewayMessages.methodNotAllowed);
+      if (route.kind === 'ws') return sendError(res, 426, SocketMessages.upgradeRequired, { Upgrade: 'websocket' });
       this.counters?.record(route.uid, route.kind);
       switch (route.kind) {
         case 'status':
@@ -143,6 +177,42 @@ export class AccessApi {
     } catch (err) {
       this.fail(res, err);
     }
+  }
+
+  /**
+   * An HTTP upgrade request (the daemon's `upgrade` event) for an access route: the same checks
+   * as `handle` — failures answered on the raw socket as HTTP errors with the JSON error body,
+   * before anything is upgraded — then `operations:ws` becomes a SessionSocket. Resolves once
+   * the request is answered or upgraded (the connection itself lives on).
+   */
+  async handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, route: AccessRoute, _url: URL): Promise<void> {
+    socket.on('error', () => socket.destroy());
+    try {
+      const admitted = await this.admit(route, req.headers);
+      if (!admitted.ok) return rejectUpgrade(socket, admitted.status, admitted.message);
+      if (req.method !== METHODS[route.kind]) return rejectUpgrade(socket, 405, GatewayMessages.methodNotAllowed);
+      if (route.kind !== 'ws') return rejectUpgrade(socket, 400, SocketMessages.upgradeOnlyOnWs);
+      const problem = upgradeProblem(req.headers);
+      if (problem) return rejectUpgrade(socket, problem.status, problem.message, problem.headers);
+      this.counters?.record(route.uid, route.kind);
+      const session = admitted.session;
+      await new Promise<void>((resolve) => {
+        this.sockets.handleUpgrade(req, socket, head, (ws) => {
+          new SessionSocket(ws, { session, maxFrameBytes: this.limits.maxResponseBodyBytes }).start();
+          resolve();
+        });
+        // ws answers a handshake it cannot complete itself (and then never calls back).
+        socket.once('close', () => resolve());
+      });
+    } catch (err) {
+      rejectUpgrade(socket, 500, (err as Error).message ?? String(err));
+    }
+  }
+
+  /** Closes every open `operations:ws` connection (daemon shutdown). */
+  closeSockets(): void {
+    for (const ws of this.sockets.clients) ws.terminate();
+    this.sockets.close();
   }
 
   private fail(res: ServerResponse, err: unknown): void {
@@ -188,33 +258,20 @@ export class AccessApi {
     nonNegativeInt(url.searchParams.get('after'), GatewayMessages.cursorInvalid);
     const body = await readBody(req, this.limits.maxRequestBodyBytes);
     const op = decodeOperation(body);
-    let sequence = 0;
-    const writeEvent = (type: string, payload: unknown): void => {
+    const writeEvent = (event: OperationEvent): void => {
       if (res.writableEnded || res.destroyed) return;
-      let line = goJsonBytes({ sequence: ++sequence, type, [type]: payload });
+      // The first event is written only once accepted: an earlier failure is still a plain HTTP error.
+      if (event.type === 'accepted') {
+        res.writeHead(200, { 'Content-Type': NDJSON_CONTENT_TYPE, 'Cache-Control': 'no-cache', 'X-Accel-Buffering': 'no' });
+      }
+      let line = goJsonBytes(event);
       if (line.length > this.limits.maxResponseBodyBytes) {
-        line = goJsonBytes({ sequence, type: 'failed', failed: { code: 8, message: GatewayMessages.responseTooLarge } });
+        line = goJsonBytes({ sequence: event.sequence, type: 'failed', failed: { code: 8, message: GatewayMessages.responseTooLarge } });
       }
       res.write(line);
     };
-    try {
-      const result = await session.execute(op, {
-        operationId,
-        clientSignal: clientGone(res),
-        onAccepted: (id) => {
-          res.writeHead(200, { 'Content-Type': NDJSON_CONTENT_TYPE, 'Cache-Control': 'no-cache', 'X-Accel-Buffering': 'no' });
-          writeEvent('accepted', { operationID: id });
-        },
-        onOutput: (stream, data) => writeEvent('output', { stream, data: data.toString('base64') }),
-      });
-      writeEvent('completed', result);
-      res.end();
-    } catch (err) {
-      if (!res.headersSent) throw err;
-      const code = err instanceof SessionError ? err.grpcCode : 13;
-      writeEvent('failed', { code, message: (err as Error).message });
-      res.end();
-    }
+    await produceOperationEvents(session, op, { operationId, signal: clientGone(res) }, writeEvent);
+    res.end();
   }
 
   private async list(res: ServerResponse, session: LocalSession, url: URL): Promise<void> {

@@ -1,9 +1,10 @@
 // The local gateway daemon's HTTP server: loopback only, bearer-token protected, serving
 // `/healthz` (200, empty, outside the concurrency limit), the Runtime access API under `/v1/`
-// and the local Runs API under `/local/v1/`. It owns the LocalRuntime and, when asked,
-// publishes itself through the state file.
+// (including the `operations:ws` upgrade) and the local Runs API under `/local/v1/`. It owns the
+// LocalRuntime and, when asked, publishes itself through the state file.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
 import fs from 'node:fs/promises';
 import { GatewayLimits, GatewayMessages } from '../../protocol/kruntimes/gateway';
 import { defaultBackends, type BackendRegistry } from '../local/backends';
@@ -12,6 +13,7 @@ import { StateLayout } from '../local/stateRoot';
 import { AccessApi, matchAccessRoute } from './accessApi';
 import { BearerAuth, newToken } from './auth';
 import { sendError } from './httpBodies';
+import { rejectUpgrade, SocketMessages } from './sessionSocket';
 import { RunsApi, matchRunsRoute } from './runsApi';
 import { readGatewayState, writeGatewayState, type GatewayState } from './stateFile';
 import { AccessRequestCounters } from './requestCounters';
@@ -81,8 +83,34 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   const access = new AccessApi(runtime, auth, limits, counters);
   const runs = new RunsApi(runtime, auth, GatewayLimits.maxRequestBodyBytes, counters);
   let inFlight = 0;
+  /** A concurrency slot (429 beyond the limit); the release is idempotent. */
+  const acquire = (): (() => void) | undefined => {
+    if (inFlight >= maxConcurrent) return undefined;
+    inFlight++;
+    let released = false;
+    return () => {
+      if (!released) {
+        released = true;
+        inFlight--;
+      }
+    };
+  };
+  const wsRoute = (rawUrl: string | undefined): boolean => {
+    const pathname = new URL(rawUrl ?? '/', 'http://localhost').pathname;
+    return pathname.startsWith('/v1/') && matchAccessRoute(pathname)?.kind === 'ws';
+  };
 
-  const server = http.createServer({ maxHeaderSize: 1 << 20 }, (req, res) => {
+  // The port is known only after listen, and the runtime needs it to load its Runs: a request
+  // that arrives in between waits for the Runs instead of getting a wrong 404.
+  let runtimeStarted = false;
+  let markStarted: (ok: boolean) => void = () => undefined;
+  const started = new Promise<boolean>((resolve) => (markStarted = resolve));
+  const afterStart = (serve: () => void, refuse: () => void): void => {
+    if (runtimeStarted) return serve();
+    void started.then((ok) => (ok ? serve() : refuse()));
+  };
+
+  const serveRequest = (req: http.IncomingMessage, res: http.ServerResponse): void => {
     const url = new URL(req.url ?? '/', 'http://localhost');
     if (url.pathname === '/healthz') {
       res.writeHead(req.method === 'GET' || req.method === 'HEAD' ? 200 : 405, { 'Content-Length': '0' });
@@ -91,19 +119,12 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     }
     const accessRoute = url.pathname.startsWith('/v1/') ? matchAccessRoute(url.pathname) : undefined;
     if (accessRoute) {
-      if (inFlight >= maxConcurrent) {
+      const release = acquire();
+      if (!release) {
         req.resume();
         sendError(res, 429, GatewayMessages.concurrencyLimit);
         return;
       }
-      inFlight++;
-      let released = false;
-      const release = (): void => {
-        if (!released) {
-          released = true;
-          inFlight--;
-        }
-      };
       res.on('close', release);
       res.on('finish', release);
       void access.handle(req, res, accessRoute, url);
@@ -116,7 +137,31 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     }
     req.resume();
     sendError(res, 404, GatewayMessages.endpointNotFound);
-  });
+  };
+  const server = http.createServer(
+    {
+      maxHeaderSize: 1 << 20,
+      // Only `operations:ws` is upgraded; any other request with an Upgrade header is served as
+      // plain HTTP, as Go's net/http does (Node ≥ 24.9; older versions upgrade them all, below).
+      shouldUpgradeCallback: (req) => wsRoute(req.url),
+    },
+    (req, res) => afterStart(() => serveRequest(req, res), () => res.destroy()),
+  );
+  // `operations:ws`: the upgrade request holds a concurrency slot while it is checked and
+  // answered (like any request); an open connection does not — it is long-lived by design, and
+  // its operations are bounded by the Run's queue.
+  const serveUpgrade = (req: http.IncomingMessage, socket: Duplex, head: Buffer): void => {
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    const accessRoute = url.pathname.startsWith('/v1/') ? matchAccessRoute(url.pathname) : undefined;
+    if (!accessRoute) return rejectUpgrade(socket, 404, GatewayMessages.endpointNotFound);
+    if (accessRoute.kind !== 'ws') return rejectUpgrade(socket, 400, SocketMessages.upgradeOnlyOnWs);
+    const release = acquire();
+    if (!release) return rejectUpgrade(socket, 429, GatewayMessages.concurrencyLimit);
+    void access.handleUpgrade(req, socket, head, accessRoute, url).finally(release);
+  };
+  server.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) =>
+    afterStart(() => serveUpgrade(req, socket, head), () => socket.destroy()),
+  );
   server.keepAliveTimeout = 5000;
   server.headersTimeout = 30_000;
   server.requestTimeout = 60_000;
@@ -130,7 +175,16 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     port = await listen(server, host, 0); // the previous port is taken: any port will do
   }
   baseUrl = `http://${host}:${port}`;
-  await runtime.start();
+  try {
+    await runtime.start();
+  } catch (err) {
+    markStarted(false);
+    server.close();
+    server.closeAllConnections();
+    throw err;
+  }
+  runtimeStarted = true;
+  markStarted(true);
   const state = opts.writeStateFile
     ? await writeGatewayState(layout.gatewayStateFile, { host, port, url: baseUrl, token })
     : undefined;
@@ -147,6 +201,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       (closing ??= (async () => {
         server.close();
         server.closeAllConnections();
+        access.closeSockets();
         await runtime.stop();
         if (opts.writeStateFile) {
           const current = await readGatewayState(layout.gatewayStateFile);

@@ -1,7 +1,7 @@
 // The embedded local runtime: local Runs as records (runs/<uid>/run.json is the authority),
 // their phases Pending → Scheduled → Running → Ready → Finalizing → Succeeded | Failed |
 // Timeout | Cancelled with kruntimes' reasons and messages, termination (Drain exports
-// artifacts, Immediate cancels), the idle and total timeouts, and recovery after a daemon
+// artifacts, Immediate cancels), the idle, lease and total timeouts, and recovery after a daemon
 // restart (commands that died with the old daemon are reported, never dropped).
 import { execFile } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
@@ -75,8 +75,16 @@ interface Entry {
 
 /** The local runtime serves session Runs only. */
 export const SESSION_ONLY_MESSAGE = 'the local runtime serves session Runs only (spec.mode.session)';
-export const LEASE_UNSUPPORTED_MESSAGE =
-  'mode.session.leaseTimeoutSeconds needs operations:ws heartbeats, which the local gateway does not serve; use idleTimeoutSeconds';
+/** A caller-chosen Run UID: a UUID, or any such safe name (it becomes a directory and a URL segment). */
+const UID_RE = /^[a-z0-9]([-a-z0-9]{0,62}[a-z0-9])?$/;
+
+export interface CreateRunOptions {
+  /**
+   * The Run's UID instead of a random UUID — for an embedding caller (the cluster simulator)
+   * that already assigned one. Lowercase letters, digits and `-`, at most 64; must be unused.
+   */
+  uid?: string;
+}
 const NAME_RE = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
 const NAMESPACE_RE = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 
@@ -281,8 +289,14 @@ export class LocalRuntime extends EventEmitter {
     return clone(this.mustFind(namespace, name).run);
   }
 
-  async create(namespace: string, body: unknown): Promise<Run> {
+  async create(namespace: string, body: unknown, options: CreateRunOptions = {}): Promise<Run> {
     if (!isValidNamespace(namespace)) throw new ApiStatusError(400, 'BadRequest', `namespace "${namespace}" is not a valid DNS label`);
+    if (options.uid !== undefined) {
+      if (!UID_RE.test(options.uid)) {
+        throw new ApiStatusError(400, 'BadRequest', `Run UID "${options.uid}" is not valid: use lowercase letters, digits and "-" (at most 64, e.g. a UUID)`);
+      }
+      if (this.entries.has(options.uid)) throw new ApiStatusError(409, 'AlreadyExists', `a Run with UID "${options.uid}" already exists`);
+    }
     const parsed = RunSchema.safeParse(body);
     if (!parsed.success) {
       const issues = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
@@ -304,18 +318,13 @@ export class LocalRuntime extends EventEmitter {
     const rule = checkRunSpecOnCreate(spec);
     if (!rule.ok) throw invalidSpec(name, invalidRunMessage(name, rule.message), rule.message);
     if (spec.mode.session === undefined) throw invalidSpec(name, invalidRunMessage(name, SESSION_ONLY_MESSAGE), SESSION_ONLY_MESSAGE);
-    if (spec.mode.session.leaseTimeoutSeconds !== undefined) {
-      // A lease is kept alive only by `operations:ws` heartbeats, which this gateway does not serve:
-      // accepting it would either expire every session or silently ignore the request.
-      throw invalidSpec(name, invalidRunMessage(name, LEASE_UNSUPPORTED_MESSAGE), LEASE_UNSUPPORTED_MESSAGE);
-    }
     if (!this.opts.backends.has(spec.runtime)) {
       const msg = `spec.runtime must name a local backend (${[...this.opts.backends.keys()].join(', ')}), not "${spec.runtime}"`;
       throw new ApiStatusError(422, 'Invalid', `Run.kruntimes.io "${name}" is invalid: spec.runtime: Unsupported value: "${spec.runtime}": ${msg}`, name, [
         { reason: 'FieldValueNotSupported', message: msg, field: 'spec.runtime' },
       ]);
     }
-    const uid = randomUUID();
+    const uid = options.uid ?? randomUUID();
     const run: Run = {
       apiVersion: RUN_API_VERSION,
       kind: RUN_KIND,
@@ -458,6 +467,7 @@ export class LocalRuntime extends EventEmitter {
         st.message = RunMessages.registered;
         st.endpoint = { protocol: 'HTTP', url: this.endpointUrl(r) };
         setCondition(r, 'Ready', 'True', 'SessionRegistered', 'session is ready for Console operations');
+        if (entry.session) entry.session.leaseRenewedMs = Date.now(); // the lease clock starts at Ready
       });
       if (entry.run.spec.termination?.mode) this.requestTermination(entry, entry.run.spec.termination.mode);
     } catch (err) {
@@ -640,7 +650,15 @@ export class LocalRuntime extends EventEmitter {
       const session = entry.session;
       if (idle !== undefined && phase === 'Ready' && session && !session.busy && !entry.terminatingMode) {
         const idleMs = now - Number(session.lastActivityNs / 1_000_000n);
-        if (idleMs >= idle * 1000) this.expire(entry, RunMessages.idleTimeout);
+        if (idleMs >= idle * 1000) {
+          this.expire(entry, RunMessages.idleTimeout);
+          continue;
+        }
+      }
+      // The lease runs on connection heartbeats alone: a busy session expires too once they stop.
+      const lease = run.spec.mode.session?.leaseTimeoutSeconds;
+      if (lease !== undefined && phase === 'Ready' && session && !entry.terminatingMode && now - session.leaseRenewedMs >= lease * 1000) {
+        this.expire(entry, RunMessages.leaseExpired);
       }
     }
   }
@@ -675,10 +693,10 @@ export class LocalRuntime extends EventEmitter {
   }
 
   /** A Run by uid, for the cancel extension (which also reaches Runs that are finalizing). */
-  sessionByUid(namespace: string, runtime: string, uid: string): LocalSession | undefined {
+  sessionByUid(namespace: string, runtime: string, uid: string): { run: Run; session: LocalSession } | undefined {
     const entry = this.entries.get(uid);
-    if (!entry || entry.run.metadata.namespace !== namespace || entry.run.spec.runtime !== runtime) return undefined;
-    return entry.session;
+    if (!entry?.session || entry.run.metadata.namespace !== namespace || entry.run.spec.runtime !== runtime) return undefined;
+    return { run: entry.run, session: entry.session };
   }
 }
 

@@ -1,6 +1,7 @@
 // One Ready local Run as the Runtime Server sees it: the FIFO mutation queue, commands and
 // file mutations through it, reads and listings beside it, the operation deadline, explicit
-// cancel by operation id, the activity clock the idle timeout reads, and drain/close.
+// cancel by operation id, the activity clock the idle timeout reads, the lease clock the lease
+// timeout reads (renewed only by connection heartbeats), and drain/close.
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import {
@@ -82,6 +83,11 @@ export class LocalSession {
   private accepting = true;
   private closed = false;
   lastActivityNs: bigint = nowNs();
+  /**
+   * When a connection heartbeat last renewed the session lease (ms since the epoch): the clock
+   * `leaseTimeoutSeconds` reads. Commands, mutations and NDJSON streams never move it.
+   */
+  leaseRenewedMs: number = Date.now();
 
   constructor(readonly config: SessionConfig) {
     this.queue = new OperationQueue(config.queueSize);
@@ -95,6 +101,12 @@ export class LocalSession {
   private touch(): void {
     this.lastActivityNs = nowNs();
     this.config.onActivity?.();
+  }
+
+  /** A connection heartbeat (opening `operations:ws`, or a heartbeat frame on it): renews the lease only. */
+  renewLease(): void {
+    if (this.closed) throw new SessionError('Canceled', GatewayMessages.sessionClosed);
+    this.leaseRenewedMs = Date.now();
   }
 
   /** Runs one operation (a command or a file mutation) through the queue. */

@@ -12,8 +12,9 @@ const CONFLICT = new Set([
   'invalid_fork_target',
   'fork_agent_mismatch',
   'source_changed',
+  'cluster_conflict',
 ]);
-const UNAVAILABLE = new Set(['gateway_unreachable', 'outcome_unknown', 'io_failure']);
+const UNAVAILABLE = new Set(['gateway_unreachable', 'outcome_unknown', 'io_failure', 'provider_unavailable', 'port_forward_failed']);
 const NOT_READY = new Set(['run_state']);
 
 function gatewayCode(status: number): CompanionErrorCode {

@@ -1,13 +1,8 @@
 // The local provider: sandboxes are local Runs of the embedded runtime, served by the local
 // gateway daemon (started on demand, found again after it restarts). Same Run shapes and same
 // access API as kruntimes, so everything above this file is provider-neutral.
-import { spawn } from 'node:child_process';
-import { createHash, randomBytes } from 'node:crypto';
-import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import { pipeline } from 'node:stream/promises';
-import { Transform } from 'node:stream';
 import { request } from 'undici';
 import { z } from 'zod';
 import { GatewayClient } from '../../protocol/kruntimes/gatewayClient';
@@ -20,8 +15,6 @@ import {
   RunStateMessages,
   sessionEndpoint,
   type TerminationMode,
-  RUN_API_VERSION,
-  RUN_KIND,
 } from '../../protocol/kruntimes/run';
 import {
   type DownloadedArtifact,
@@ -38,7 +31,9 @@ import { artifactFile } from '../local/artifactStore';
 import { defaultBackends } from '../local/backends';
 import { defaultStateDir, StateLayout } from '../local/stateRoot';
 import type { Logger } from '../log';
+import { copyVerified, unpackTarGz } from './artifactFiles';
 import { SandboxError, type SandboxChange, type SandboxProvider, type WorkOptions } from './provider';
+import { sessionRunBody } from './sessionRunBody';
 import { summarizeRun } from './summary';
 
 const WatchEventSchema = z.object({ type: z.enum(['ADDED', 'MODIFIED', 'DELETED']), object: RunSchema });
@@ -123,22 +118,7 @@ export class LocalSandboxProvider implements SandboxProvider {
   }
 
   async create(spec: SandboxCreateSpec, options: WorkOptions & { waitForReady: boolean; timeoutMs?: number }): Promise<SandboxSummary> {
-    const session: Record<string, unknown> = {};
-    if (spec.idleTimeoutSeconds !== undefined) session.idleTimeoutSeconds = spec.idleTimeoutSeconds;
-    if (spec.leaseTimeoutSeconds !== undefined) session.leaseTimeoutSeconds = spec.leaseTimeoutSeconds;
-    if (spec.queueSize !== undefined) session.queueSize = spec.queueSize;
-    if (spec.operationTimeout !== undefined) session.operationTimeout = spec.operationTimeout;
-    const body = {
-      apiVersion: RUN_API_VERSION,
-      kind: RUN_KIND,
-      metadata: spec.name ? { name: spec.name, namespace: spec.namespace } : { generateName: 'sbx-', namespace: spec.namespace },
-      spec: {
-        runtime: spec.runtime,
-        mode: { session },
-        ...(spec.timeout ? { timeout: spec.timeout } : {}),
-        ...(spec.env ? { env: Object.entries(spec.env).map(([name, value]) => ({ name, value })) } : {}),
-      },
-    };
+    const body = sessionRunBody(spec);
     options.progress?.('creating', `creating a ${spec.runtime} sandbox`);
     const run = await this.withApi((api) => api.createRun(spec.namespace, body));
     const name = run.metadata.name ?? '';
@@ -248,12 +228,12 @@ export class LocalSandboxProvider implements SandboxProvider {
         throw new SandboxError('artifact_invalid', `artifact name ${JSON.stringify(artifact.name)} is not a plain file name`);
       }
       options.progress?.('downloading', `${artifact.name} (${done} of ${total} bytes)`);
-      await copyVerified(source, target, artifact.digest, artifact.sizeBytes, options.signal);
+      await copyVerified(source, target, { digest: artifact.digest, sizeBytes: artifact.sizeBytes }, options.signal);
       done += artifact.sizeBytes;
       const result: DownloadedArtifact = { name: artifact.name, path: target, type: artifact.type, sizeBytes: artifact.sizeBytes, digest: artifact.digest };
       if (options.unpack && artifact.type === 'directory') {
         const dir = path.join(destination, artifact.name);
-        await unpackTarGz(target, dir);
+        await unpackTarGz(target, dir, options.signal);
         result.unpackedTo = dir;
       }
       results.push(result);
@@ -303,56 +283,4 @@ export class LocalSandboxProvider implements SandboxProvider {
     void loop();
     return () => controller.abort();
   }
-}
-
-/** Copies to a temp file beside `target` while hashing; publishes only when size and digest match. */
-async function copyVerified(source: string, target: string, digest: string, size: number, signal?: AbortSignal): Promise<void> {
-  const tmp = `${target}.${randomBytes(6).toString('hex')}.partial`;
-  const hash = createHash('sha256');
-  let bytes = 0;
-  try {
-    await pipeline(
-      fs.createReadStream(source),
-      new Transform({
-        transform(chunk: Buffer, _enc, cb) {
-          hash.update(chunk);
-          bytes += chunk.length;
-          cb(null, chunk);
-        },
-      }),
-      fs.createWriteStream(tmp, { flags: 'wx', mode: 0o644 }),
-      ...(signal ? [{ signal }] : []),
-    );
-    const actual = `sha256:${hash.digest('hex')}`;
-    if (actual !== digest || bytes !== size) {
-      throw new SandboxError('artifact_invalid', `artifact ${path.basename(target)} does not match its digest (${actual}, ${bytes} bytes; expected ${digest}, ${size} bytes)`);
-    }
-    await fsp.rename(tmp, target);
-  } finally {
-    await fsp.rm(tmp, { force: true });
-  }
-}
-
-/** Unpacks a directory artifact (deterministic tar.gz) with the system tar, refusing absolute or `..` members. */
-async function unpackTarGz(archive: string, dir: string): Promise<void> {
-  const list = await runTar(['-tzf', archive]);
-  for (const member of list.split('\n').filter(Boolean)) {
-    if (member.startsWith('/') || member.split('/').includes('..')) {
-      throw new SandboxError('artifact_invalid', `directory artifact ${path.basename(archive)} has an unsafe member ${JSON.stringify(member)}`);
-    }
-  }
-  await fsp.mkdir(dir, { recursive: true });
-  await runTar(['-xzf', archive, '-C', dir, '--no-same-owner', '--no-same-permissions']);
-}
-
-function runTar(args: string[]): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('tar', args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => (code === 0 ? resolve(out) : reject(new SandboxError('artifact_invalid', `tar ${args[0]} failed: ${err.trim()}`))));
-  });
 }

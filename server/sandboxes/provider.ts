@@ -45,7 +45,18 @@ export interface SandboxProvider {
 export class SandboxError extends Error {
   override readonly name = 'SandboxError';
   constructor(
-    readonly code: 'sandbox_not_found' | 'provider_unavailable' | 'sandbox_wait_timeout' | 'artifact_invalid' | 'run_state' | 'invalid_destination',
+    readonly code:
+      | 'sandbox_not_found'
+      | 'provider_unavailable'
+      | 'sandbox_wait_timeout'
+      | 'artifact_invalid'
+      | 'run_state'
+      | 'invalid_destination'
+      | 'invalid_spec'
+      | 'cluster_unauthorized'
+      | 'cluster_forbidden'
+      | 'cluster_conflict'
+      | 'port_forward_failed',
     message: string,
   ) {
     super(message);

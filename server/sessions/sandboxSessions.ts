@@ -87,7 +87,7 @@ export class SandboxSessionService {
 
   private async client(ref: SandboxRef): Promise<GatewayClient> {
     const connection = await this.provider(ref.provider).open(ref);
-    return new GatewayClient({ endpoint: connection.endpoint, token: connection.token, readRetryWindowMs: 2000 });
+    return new GatewayClient({ endpoint: connection.endpoint, token: connection.token, tls: connection.tls, readRetryWindowMs: 2000 });
   }
 
   async saveSandbox(input: SaveSandboxInput, work: WorkOptions = {}): Promise<SavedSandbox> {

@@ -15,7 +15,7 @@ interface EsbuildModule {
   buildAll(options: { outdir: string; metafile: boolean; write: boolean }): Promise<{ extension: BuildResult; server: BuildResult }>;
 }
 
-const SERVER_ONLY = [/^server\//, /node_modules\/@kubernetes\/client-node\//, /node_modules\/pg\//];
+const SERVER_ONLY = [/^server\//, /node_modules\/@kubernetes\/client-node\//, /node_modules\/pg\//, /node_modules\/@grpc\//, /node_modules\/protobufjs\//, /node_modules\/ws\//];
 
 describe('build: esbuild bundles', function () {
   this.timeout(60_000);
@@ -46,8 +46,9 @@ describe('build: esbuild bundles', function () {
     const inputs = Object.keys(built.server.metafile.inputs);
     assert.ok(inputs.includes('server/main.ts'));
     // pg's optional native binding is required inside a try/catch only by `pg.native`, which this
-    // project never uses (no native add-ons); esbuild leaves such guarded requires external.
-    const optional = new Set(['pg-native']);
+    // project never uses (no native add-ons); esbuild leaves such guarded requires external. `ws`
+    // likewise tries its optional native accelerators and falls back to JavaScript without them.
+    const optional = new Set(['pg-native', 'bufferutil', 'utf-8-validate']);
     const externals = Object.values(built.server.metafile.outputs)
       .flatMap((o) => o.imports)
       .filter((i) => i.external && !i.path.startsWith('node:') && !isBuiltin(i.path) && !optional.has(i.path));

@@ -1,7 +1,8 @@
 // Local Run lifecycle through the Runs API: phases and conditions, Drain (accepted work
 // finishes, new work 409, artifacts exported with correct digests, directories as a
 // deterministic tar.gz), symlink artifacts → Failed/ArtifactInvalid, Immediate, the total
-// timeout, the monotonic termination rule (422), and the NDJSON watch.
+// timeout, the lease timeout, caller-chosen UIDs, the monotonic termination rule (422), and the
+// NDJSON watch.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs/promises';
@@ -299,12 +300,39 @@ describe('local runtime: sources, inputs and clean-up', function () {
     assert.match(failed.status?.message ?? '', /^open artifact input /);
   });
 
-  it('refuses leaseTimeoutSeconds instead of ignoring it', async () => {
-    const r = await call(t.gw, 'POST', runsPath(), {
-      body: { apiVersion: 'kruntimes.io/v1alpha1', kind: 'Run', metadata: { name: 'lease' }, spec: { runtime: 'process', mode: { session: { leaseTimeoutSeconds: 3 } } } },
+  it('accepts leaseTimeoutSeconds: the lease clock starts at Ready and, with no operations:ws heartbeat, expires the Run', async () => {
+    const created = await createRun(t.gw, { session: { leaseTimeoutSeconds: 1 } });
+    assert.equal(created.spec.mode.session?.leaseTimeoutSeconds, 1);
+    const ready = await waitPhase(t.gw, created, ['Ready']);
+    const readyAt = Date.now();
+    const ended = await waitPhase(t.gw, ready, ['Timeout'], 5000);
+    assert.ok(Date.now() - readyAt >= 700, 'the lease clock must start at Ready');
+    assert.equal(ended.status?.message, 'session lease expired');
+    const byType = Object.fromEntries((ended.status?.conditions ?? []).map((c) => [c.type, c]));
+    assert.equal(byType.Ready?.reason, 'Timeout');
+    assert.equal(byType.Completed?.message, 'session lease expired');
+  });
+
+  it('create(…, {uid}) gives an embedding caller a fixed Run UID; invalid and duplicate UIDs are refused', async () => {
+    const body = (name: string): unknown => ({ apiVersion: 'kruntimes.io/v1alpha1', kind: 'Run', metadata: { name }, spec: { runtime: 'process', mode: { session: {} } } });
+    const uid = '0b5e2a6c-5d1f-4c3e-9a43-2f7c1d9e8b10';
+    const run = await t.gw.runtime.create('default', body('fixed-uid'), { uid });
+    assert.equal(run.metadata.uid, uid);
+    const ready = await waitPhase(t.gw, run, ['Ready']);
+    assert.equal(ready.status?.endpoint?.url, `${t.gw.url}/v1/namespaces/default/runtimes/process/sessions/${uid}`);
+    await assert.rejects(t.gw.runtime.create('default', body('fixed-uid-2'), { uid }), (err: Error & { code?: number }) => {
+      assert.equal(err.code, 409);
+      assert.match(err.message, /a Run with UID "0b5e2a6c-.*" already exists/);
+      return true;
     });
-    assert.equal(r.status, 422);
-    assert.match((r.json() as { message: string }).message, /leaseTimeoutSeconds needs operations:ws/);
+    for (const bad of ['', '../x', 'UPPER', 'a/b', '.deleted-x', 'x'.repeat(65)]) {
+      await assert.rejects(t.gw.runtime.create('default', body('bad-uid'), { uid: bad }), (err: Error & { code?: number }) => {
+        assert.equal(err.code, 400, bad);
+        assert.match(err.message, /is not valid/);
+        return true;
+      });
+    }
+    await patchTermination(t.gw, run, 'Immediate');
   });
 
   it('deletes a finished Run after ttlSecondsAfterFinished, with its records and artifacts', async () => {

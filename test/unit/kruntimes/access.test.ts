@@ -1,0 +1,266 @@
+// The kruntimes provider's refusals and edges, against the cluster SIMULATOR: golden cases 2, 3,
+// 25, 26, 31, 33, 34 of the access-API spec; expired credentials; the SDK's endpoint checks
+// (non-session Run, UID mismatch); watches cut mid-way and expired (410); kubeconfig as kubectl
+// reads it (KUBECONFIG lists, exec plugins, client certificates).
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { GatewayClient } from '../../../protocol/kruntimes/gatewayClient';
+import { GatewayError } from '../../../protocol/kruntimes/gatewayErrors';
+import { RUN_API_VERSION, RUN_KIND, RunStateError, RunStateMessages, TERMINATION_MONOTONIC_MESSAGE, DRAIN_SESSION_ONLY_MESSAGE, type Run } from '../../../protocol/kruntimes/run';
+import type { SandboxConnection } from '../../../protocol/sandboxes';
+import { ClusterApi } from '../../../server/sandboxes/kruntimes/clusterApi';
+import { configForContext, loadKubeConfig } from '../../../server/sandboxes/kruntimes/kubeconfig';
+import type { KruntimesSandboxProvider } from '../../../server/sandboxes/kruntimes/kruntimesProvider';
+import { RunWatch, type RunWatchEvent } from '../../../server/sandboxes/kruntimes/runWatch';
+import { SandboxError } from '../../../server/sandboxes/provider';
+import type { StoredObject } from '../../fixtures/cluster/objectStore';
+import { type ClusterTarget, simulatorOnly, startClusterTarget } from '../../fixtures/cluster/target';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe('kruntimes provider: access, refusals and watches (cluster simulator)', function () {
+  this.timeout(120_000);
+  let target: ClusterTarget;
+  let provider: KruntimesSandboxProvider;
+  let api: ClusterApi;
+
+  before(async () => {
+    target = await startClusterTarget();
+    provider = target.provider();
+    const loaded = loadKubeConfig({ KUBECONFIG: target.kubeconfigPath });
+    assert.ok(loaded);
+    api = new ClusterApi(configForContext(loaded.config, target.context), target.context);
+  });
+  after(async () => {
+    await target?.stop();
+  });
+
+  const spec = (extra: Record<string, unknown> = {}) => ({
+    provider: 'kruntimes' as const,
+    context: target.context,
+    namespace: target.namespace,
+    runtime: target.runtime,
+    idleTimeoutSeconds: 600,
+    ...extra,
+  });
+  const gateway = (c: SandboxConnection, token: string | null = c.token) =>
+    new GatewayClient({ endpoint: c.endpoint, token: token ?? undefined, tls: c.tls });
+  const phaseOf = async (name: string) => (await provider.get({ provider: 'kruntimes', context: target.context, namespace: target.namespace, name })).sandbox;
+  async function until(name: string, phase: string, ms = 15_000) {
+    const deadline = Date.now() + ms;
+    for (;;) {
+      const s = await phaseOf(name);
+      if (s.phase === phase || Date.now() > deadline) return s;
+      await sleep(100);
+    }
+  }
+
+  it('golden 2 and 3: a token without `get` on the Run → 403; no token → 401 `bearer token is required…`; an expired token → 401', async function () {
+    const sim = simulatorOnly(() => target, this, 'needs tokens the cluster issues on demand');
+    const sandbox = await provider.create(spec(), { waitForReady: true });
+    const c = await provider.open(sandbox.ref);
+    const denied = gateway(c, sim.tokenFor('stranger'));
+    const anonymous = gateway(c, null);
+    const expired = gateway(c, sim.tokens.expired);
+    try {
+      await assert.rejects(denied.status(), (e: unknown) => e instanceof GatewayError && e.status === 403 && e.message.includes('not authorized to access Session Run'));
+      await assert.rejects(anonymous.status(), (e: unknown) => e instanceof GatewayError && e.status === 401 && e.message.includes('bearer token is required'));
+      await assert.rejects(expired.status(), (e: unknown) => e instanceof GatewayError && e.status === 401 && e.message.includes('bearer token is not authenticated'));
+      // A token granted `get` on exactly this Run is enough (the SubjectAccessReview of the spec).
+      const allowed = gateway(c, sim.tokenFor('reader', { namespace: target.namespace, name: sandbox.ref.name }));
+      assert.equal((await allowed.status()).state, 'SESSION_STATE_READY');
+      await allowed.close();
+    } finally {
+      await Promise.all([denied.close(), anonymous.close(), expired.close()]);
+    }
+    await provider.terminate(sandbox.ref, 'Immediate', { wait: true });
+    await provider.delete(sandbox.ref);
+  });
+
+  it('an expired kubeconfig token: the API server answers 401 and the provider says to refresh the credentials', async function () {
+    simulatorOnly(() => target, this, 'needs a context whose token has expired');
+    await assert.rejects(provider.list({ context: 'simulator-expired', namespace: target.namespace }), (e: unknown) => {
+      assert.ok(e instanceof SandboxError);
+      assert.equal(e.code, 'cluster_unauthorized');
+      assert.match(e.message, /401 Unauthorized/);
+      assert.match(e.message, /refresh/);
+      return true;
+    });
+  });
+
+  it('golden 25: Drain while a command runs — new operations get 409, the in-flight command returns 200, the Run ends Succeeded', async () => {
+    const sandbox = await provider.create(spec(), { waitForReady: true });
+    const c = await provider.open(sandbox.ref);
+    const gw = gateway(c);
+    try {
+      const inFlight = gw.execute({ command: { shell: 'sleep 2; printf drained' } });
+      await sleep(300);
+      await provider.terminate(sandbox.ref, 'Drain', { wait: false });
+      assert.equal((await until(sandbox.ref.name, 'Finalizing')).phase, 'Finalizing');
+      await assert.rejects(gw.writeFile('rejected.txt', Buffer.from('rejected')), (e: unknown) => e instanceof GatewayError && e.status === 409);
+      const r = await inFlight;
+      assert.equal(Buffer.from(r.command?.stdout ?? '', 'base64').toString(), 'drained');
+      const done = await provider.terminate(sandbox.ref, 'Drain', { wait: true });
+      assert.equal(done.phase, 'Succeeded');
+      assert.equal(done.message, 'session finalized');
+    } finally {
+      await gw.close();
+    }
+    await provider.delete(sandbox.ref);
+  });
+
+  it('golden 26: Immediate while `sleep 20` runs — the in-flight request fails, then GET P → 409', async () => {
+    const sandbox = await provider.create(spec(), { waitForReady: true });
+    const c = await provider.open(sandbox.ref);
+    const gw = gateway(c);
+    try {
+      const started = Date.now();
+      const inFlight = gw.execute({ command: { argv: ['sleep', '20'] } }).then(
+        () => 200,
+        (e: unknown) => (e instanceof GatewayError ? e.status : -1),
+      );
+      await sleep(300);
+      assert.equal((await provider.terminate(sandbox.ref, 'Immediate', { wait: true })).phase, 'Cancelled');
+      const status = await inFlight;
+      assert.notEqual(status, 200);
+      assert.ok(Date.now() - started < 15_000, 'the command did not run to its end');
+      await assert.rejects(gw.status(), (e: unknown) => e instanceof GatewayError && e.status === 409);
+    } finally {
+      await gw.close();
+    }
+    await provider.delete(sandbox.ref);
+  });
+
+  it('golden 31: a lease is held by operations:ws heartbeats while the sandbox is open, and expires after they stop', async () => {
+    const own = target.provider();
+    const sandbox = await own.create(spec({ leaseTimeoutSeconds: 3 }), { waitForReady: true });
+    await own.open(sandbox.ref);
+    await sleep(4500);
+    assert.equal((await phaseOf(sandbox.ref.name)).phase, 'Ready', 'heartbeats keep it Ready past the lease');
+    await own.dispose(); // the editor went away: no more heartbeats
+    const s = await until(sandbox.ref.name, 'Timeout', 10_000);
+    assert.equal(s.phase, 'Timeout');
+    assert.equal(s.message, 'session lease expired');
+    await provider.delete(sandbox.ref);
+  });
+
+  it('golden 33 and 34: the API server refuses a termination downgrade and Drain on a task Run with 422 and the CEL message', async () => {
+    const sandbox = await provider.create(spec(), { waitForReady: true });
+    await api.patchTermination(target.namespace, sandbox.ref.name, 'Immediate');
+    await assert.rejects(api.patchTermination(target.namespace, sandbox.ref.name, 'Drain'), (e: unknown) => {
+      assert.ok(e instanceof SandboxError);
+      assert.equal(e.code, 'invalid_spec');
+      assert.ok(e.message.includes(`Run.kruntimes.io "${sandbox.ref.name}" is invalid: spec: Invalid value: "object": ${TERMINATION_MONOTONIC_MESSAGE}`), e.message);
+      return true;
+    });
+    const task: Run = { apiVersion: RUN_API_VERSION, kind: RUN_KIND, metadata: { name: 'task-drain' }, spec: { runtime: target.runtime, mode: { task: {} }, termination: { mode: 'Drain' } } };
+    await assert.rejects(api.createRun(target.namespace, task), (e: unknown) => e instanceof SandboxError && e.code === 'invalid_spec' && e.message.includes(DRAIN_SESSION_ONLY_MESSAGE));
+    await provider.delete(sandbox.ref);
+  });
+
+  it('open refuses a non-session Run and a Run whose endpoint does not end with its UID (the SDK messages)', async function () {
+    const task: Run = { apiVersion: RUN_API_VERSION, kind: RUN_KIND, metadata: { name: 'a-task' }, spec: { runtime: target.runtime, mode: { task: {} } } };
+    await api.createRun(target.namespace, task);
+    const ref = { provider: 'kruntimes' as const, context: target.context, namespace: target.namespace, name: 'a-task' };
+    await assert.rejects(provider.open(ref), (e: unknown) => e instanceof RunStateError && e.message === RunStateMessages.notSession);
+    assert.ok(!(await provider.list({ context: target.context, namespace: target.namespace })).some((s) => s.ref.name === 'a-task'), 'task Runs are not listed as sandboxes');
+    await api.deleteRun(target.namespace, 'a-task');
+
+    const sim = simulatorOnly(() => target, this, 'needs to rewrite a Run status');
+    const sandbox = await provider.create(spec(), { waitForReady: true });
+    await sim.controller.settle();
+    const stored = sim.store.get('runs', target.namespace, sandbox.ref.name) as StoredObject & Run;
+    assert.ok(stored.status?.endpoint);
+    stored.status.endpoint.url = stored.status.endpoint.url.replace(/sessions\/[^/]+$/, 'sessions/someone-else');
+    sim.store.update('runs', stored);
+    await assert.rejects(provider.open(sandbox.ref), (e: unknown) => e instanceof RunStateError && e.message === RunStateMessages.uidMismatch);
+    await provider.terminate(sandbox.ref, 'Immediate', { wait: true });
+    await provider.delete(sandbox.ref);
+  });
+
+  it('a Run watch cut mid-way resumes from its resourceVersion without losing a phase; a 410 Gone relists', async function () {
+    const sim = simulatorOnly(() => target, this, 'needs to cut the API server’s watch streams and compact its history');
+    const name = 'watched';
+    // No Runtime in `empty`: the Run stays Pending and this test moves its phases by hand.
+    await api.createRun('empty', { apiVersion: RUN_API_VERSION, kind: RUN_KIND, metadata: { name }, spec: { runtime: 'none', mode: { session: {} } } });
+    const events: RunWatchEvent[] = [];
+    const watch = new RunWatch(api.config, api, { namespace: 'empty', name, onEvent: (e) => events.push(e) });
+    await watch.start();
+    const setPhase = (phase: string) => {
+      const o = sim.store.get('runs', 'empty', name) as StoredObject & Run;
+      sim.store.update('runs', { ...o, status: { ...o.status, phase } } as StoredObject);
+    };
+    const seen = (): string[] => events.map((e) => e.run.status?.phase ?? 'none');
+    const waitSeen = async (phase: string) => {
+      const deadline = Date.now() + 10_000;
+      while (!seen().includes(phase) && Date.now() < deadline) await sleep(20);
+      assert.ok(seen().includes(phase), `saw ${seen().join(',')}`);
+    };
+    try {
+      await waitSeen('Pending');
+      await sleep(200);
+      for (const phase of ['Scheduled', 'Running', 'Ready']) {
+        sim.apiServer.cutWatches();
+        setPhase(phase); // while the stream is down
+        await waitSeen(phase);
+      }
+      assert.ok(watch.stats.connects >= 4, `reconnected ${watch.stats.connects} times`);
+      const phases = seen().filter((p, i, all) => all.indexOf(p) === i);
+      assert.deepEqual(phases, ['Pending', 'Scheduled', 'Running', 'Ready']);
+
+      sim.apiServer.cutWatches();
+      setPhase('Cancelled');
+      sim.store.compact(); // the change is no longer in the history: resuming gets 410 Gone
+      await waitSeen('Cancelled');
+      assert.ok(watch.stats.relists >= 1, 'a 410 made it list again');
+    } finally {
+      watch.stop();
+      await api.deleteRun('empty', name);
+    }
+  });
+
+  it('kubeconfig as kubectl reads it: a KUBECONFIG list (missing files skipped), exec credential plugins, client certificates', async function () {
+    simulatorOnly(() => target, this, 'uses the simulator’s generated credentials');
+    const extra = path.join(target.dir, 'other-kubeconfig');
+    fs.writeFileSync(
+      extra,
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'Config',
+        clusters: [{ name: 'far', cluster: { server: 'https://127.0.0.1:1' } }],
+        users: [{ name: 'far', user: { token: 'x' } }],
+        contexts: [{ name: 'far-away', context: { cluster: 'far', user: 'far', namespace: 'team' } }],
+        'current-context': 'far-away',
+      }),
+    );
+    const listed = target.provider({ KUBECONFIG: [target.kubeconfigPath, path.join(target.dir, 'missing'), extra].join(path.delimiter), HOME: target.dir });
+    const info = await listed.info();
+    assert.deepEqual(info.contexts.map((c) => c.name).sort(), ['far-away', 'simulator', 'simulator-cert', 'simulator-exec', 'simulator-expired', 'simulator-viewer']);
+    assert.deepEqual(info.contexts.find((c) => c.name === 'simulator')?.namespaces, ['default', 'empty', 'kruntimes-system']);
+    assert.deepEqual(info.contexts.find((c) => c.name === 'far-away')?.namespaces, ['team'], 'an unreachable cluster falls back to its context namespace');
+    assert.deepEqual(info.runtimes.map((r) => r.name), ['bash'], 'the first file sets the current context');
+
+    const viaExec = await listed.list({ context: 'simulator-exec', namespace: target.namespace });
+    assert.ok(Array.isArray(viaExec));
+    const sandbox = await provider.create(spec(), { waitForReady: true });
+    await listed.list({ context: 'simulator-cert', namespace: target.namespace });
+    const certRef = { ...sandbox.ref, context: 'simulator-cert' };
+    await assert.rejects(listed.open(certRef), (e: unknown) => e instanceof SandboxError && e.code === 'cluster_unauthorized' && /no bearer token/.test(e.message));
+    const execRef = { ...sandbox.ref, context: 'simulator-exec' };
+    const c = await listed.open(execRef);
+    const gw = gateway(c);
+    assert.equal((await gw.status()).state, 'SESSION_STATE_READY');
+    await gw.close();
+    await provider.terminate(sandbox.ref, 'Immediate', { wait: true });
+    await provider.delete(sandbox.ref);
+  });
+
+  it('no kubeconfig at all: the provider is unavailable and says how to configure one', async () => {
+    const none = target.provider({ HOME: path.join(target.dir, 'nohome') });
+    const info = await none.info();
+    assert.equal(info.available, false);
+    assert.match(info.reason ?? '', /set KUBECONFIG/);
+    await assert.rejects(none.list({}), (e: unknown) => e instanceof SandboxError && e.code === 'provider_unavailable');
+  });
+});

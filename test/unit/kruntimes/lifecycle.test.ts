@@ -1,0 +1,135 @@
+// The kruntimes provider through @kubernetes/client-node, against the cluster SIMULATOR (or a
+// real cluster with `npm run test:cluster`): a session Run's whole life — create → Ready →
+// files and commands through a port-forwarded Console → Drain → Succeeded → artifacts downloaded
+// and verified; Immediate → Cancelled; idle timeout → Timeout; the termination rules.
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { GatewayClient } from '../../../protocol/kruntimes/gatewayClient';
+import { GatewayError } from '../../../protocol/kruntimes/gatewayErrors';
+import { RunStateError, TERMINATION_MONOTONIC_MESSAGE } from '../../../protocol/kruntimes/run';
+import type { SandboxConnection, SandboxRef } from '../../../protocol/sandboxes';
+import type { KruntimesSandboxProvider } from '../../../server/sandboxes/kruntimes/kruntimesProvider';
+import { SandboxError } from '../../../server/sandboxes/provider';
+import { type ClusterTarget, startClusterTarget } from '../../fixtures/cluster/target';
+
+function client(c: SandboxConnection): GatewayClient {
+  return new GatewayClient({ endpoint: c.endpoint, token: c.token, tls: c.tls, readRetryWindowMs: 5000 });
+}
+
+describe('kruntimes provider: session Run lifecycle (cluster simulator)', function () {
+  this.timeout(120_000);
+  let target: ClusterTarget;
+  let provider: KruntimesSandboxProvider;
+
+  before(async () => {
+    target = await startClusterTarget();
+    provider = target.provider();
+  });
+  after(async () => {
+    await target?.stop();
+  });
+
+  const spec = (extra: Record<string, unknown> = {}) => ({
+    provider: 'kruntimes' as const,
+    context: target.context,
+    namespace: target.namespace,
+    runtime: target.runtime,
+    idleTimeoutSeconds: 600,
+    ...extra,
+  });
+
+  it('create → Ready → files and commands → Drain → Succeeded → artifacts downloaded and verified', async () => {
+    const phases: string[] = [];
+    const sandbox = await provider.create(spec({ env: { PROJECT: 'demo' } }), {
+      waitForReady: true,
+      progress: (_p, m) => m && phases.push(m),
+    });
+    assert.equal(sandbox.phase, 'Ready');
+    assert.equal(sandbox.ref.provider, 'kruntimes');
+    assert.equal(sandbox.ref.context, target.context);
+    assert.ok(phases.some((m) => m.includes('Ready')), phases.join('\n'));
+
+    const connection = await provider.open(sandbox.ref);
+    assert.match(connection.endpoint.url, new RegExp(`^https://127\\.0\\.0\\.1:\\d+/v1/namespaces/${target.namespace}/runtimes/${target.runtime}/sessions/${sandbox.uid}$`));
+    if (target.simulator) {
+      assert.equal(connection.tls?.servername, 'kruntimes-console.kruntimes-system.svc');
+      assert.ok((target.simulator.portForward.connections.get('kruntimes-system/kruntimes-console-0:8443') ?? 0) > 0, 'reached through a port-forward');
+    }
+    const gw = client(connection);
+    try {
+      await gw.writeFile('notes/result.txt', Buffer.from('gateway-file'), { createParents: true });
+      const page = await gw.listPage({ path: 'notes' });
+      assert.deepEqual(page.entries.map((e) => e.path), ['result.txt']);
+      assert.equal((await gw.read('notes/result.txt')).contents.toString(), 'gateway-file');
+      const r = await gw.execute({ command: { argv: ['sh', '-c', 'printf "%s:%s" "$PROJECT" "$(cat notes/result.txt)"'] } });
+      assert.equal(r.command?.exitCode, 0);
+      assert.equal(Buffer.from(r.command?.stdout ?? '', 'base64').toString(), 'demo:gateway-file');
+      // Artifacts: a file and a directory under $KRUNTIME_ARTIFACTS_DIR.
+      const a = await gw.execute({ command: { shell: 'mkdir -p "$KRUNTIME_ARTIFACTS_DIR/bundle/sub" && printf report > "$KRUNTIME_ARTIFACTS_DIR/report.txt" && printf nested > "$KRUNTIME_ARTIFACTS_DIR/bundle/sub/n.txt"' } });
+      assert.equal(a.command?.exitCode, 0, Buffer.from(a.command?.stderr ?? '', 'base64').toString());
+    } finally {
+      await gw.close();
+    }
+
+    const done = await provider.terminate(sandbox.ref, 'Drain', { wait: true });
+    assert.equal(done.phase, 'Succeeded');
+    assert.deepEqual(done.artifacts?.map((x) => x.name), ['bundle', 'report.txt']);
+
+    const dest = path.join(target.dir, 'artifacts-1');
+    const downloaded = await provider.downloadArtifacts(sandbox.ref, dest, { unpack: true });
+    const byName = new Map(downloaded.map((d) => [d.name, d]));
+    const report = byName.get('report.txt');
+    assert.ok(report);
+    assert.equal(fs.readFileSync(report.path, 'utf8'), 'report');
+    assert.equal(`sha256:${createHash('sha256').update(fs.readFileSync(report.path)).digest('hex')}`, report.digest);
+    const dir = byName.get('bundle');
+    assert.ok(dir?.unpackedTo);
+    assert.equal(path.basename(dir.path), 'bundle.tar.gz');
+    assert.equal(fs.readFileSync(path.join(dir.unpackedTo, 'sub/n.txt'), 'utf8'), 'nested');
+
+    await provider.delete(sandbox.ref);
+    await assert.rejects(provider.get(sandbox.ref), (e: unknown) => e instanceof SandboxError && e.code === 'sandbox_not_found');
+  });
+
+  it('Immediate → Cancelled; the Console then answers 409 `Session Run is Cancelled, not Ready` (golden 24)', async () => {
+    const sandbox = await provider.create(spec(), { waitForReady: true });
+    const connection = await provider.open(sandbox.ref);
+    const done = await provider.terminate(sandbox.ref, 'Immediate', { wait: true });
+    assert.equal(done.phase, 'Cancelled');
+    assert.equal(done.message, 'cancelled by user');
+    const gw = new GatewayClient({ endpoint: connection.endpoint, token: connection.token, tls: connection.tls });
+    try {
+      await assert.rejects(gw.status(), (e: unknown) => e instanceof GatewayError && e.status === 409 && e.message.includes('Session Run is Cancelled, not Ready'));
+    } finally {
+      await gw.close();
+    }
+    await provider.delete(sandbox.ref);
+  });
+
+  it('a termination downgrade (Immediate → Drain) is refused client-side with the CEL message', async () => {
+    const sandbox = await provider.create(spec(), { waitForReady: true });
+    await provider.terminate(sandbox.ref, 'Immediate', { wait: false });
+    await assert.rejects(provider.terminate(sandbox.ref, 'Drain', { wait: false }), (e: unknown) => e instanceof RunStateError && e.message.includes(TERMINATION_MONOTONIC_MESSAGE));
+    await provider.delete(sandbox.ref);
+  });
+
+  it('idle timeout → Timeout with `session idle timeout exceeded` (golden 32)', async () => {
+    const sandbox = await provider.create(spec({ idleTimeoutSeconds: 1 }), { waitForReady: true });
+    const ref: SandboxRef = sandbox.ref;
+    const deadline = Date.now() + 10_000;
+    let phase: string | undefined;
+    let message: string | undefined;
+    while (Date.now() < deadline) {
+      const { sandbox: s } = await provider.get(ref);
+      phase = s.phase;
+      message = s.message;
+      if (phase === 'Timeout') break;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    assert.equal(phase, 'Timeout');
+    assert.equal(message, 'session idle timeout exceeded');
+    await provider.delete(ref);
+  });
+});
