@@ -79,7 +79,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<Sandbo
       await offerRestart('The repository password was saved in secret storage.');
     }),
     vscode.workspace.onDidChangeConfiguration(async (e) => {
-      if (e.affectsConfiguration('sandboxSessions.repository') || e.affectsConfiguration('sandboxSessions.server.nodePath')) {
+      // Settings the companion server reads when it starts (see serverEnvironment).
+      const serverSettings = ['repository', 'server.nodePath', 'activation.command', 'kubeconfig'];
+      if (serverSettings.some((s) => e.affectsConfiguration(`sandboxSessions.${s}`))) {
         await offerRestart('Sandbox Sessions settings changed.');
       }
     }),

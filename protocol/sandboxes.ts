@@ -122,7 +122,16 @@ export const ProviderInfoSchema = z.object({
   available: z.boolean(),
   /** Why the provider cannot be used here, when it cannot. */
   reason: z.string().optional(),
-  contexts: z.array(z.object({ name: z.string(), namespaces: z.array(z.string()) })),
+  contexts: z.array(
+    z.object({
+      name: z.string(),
+      namespaces: z.array(z.string()),
+      /** The namespace the context names (kubectl's default for it). */
+      namespace: z.string().optional(),
+      /** kubeconfig's current context. */
+      current: z.boolean().optional(),
+    }),
+  ),
   /** The runtimes a new sandbox can name (local: backends; kruntimes: Runtime resources, when listed). */
   runtimes: z.array(BackendInfoSchema),
 });

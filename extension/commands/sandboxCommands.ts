@@ -1,20 +1,22 @@
-// The sandbox commands of the palette, the Sandboxes view and the status bar: New Sandbox…,
-// Open Sandbox (as a workspace folder or in a new window), Open Terminal, Close Sandbox (Drain),
+// The sandbox commands of the palette, the Sandboxes view and the status bar: New Sandbox… (and
+// New Sandbox Here on a namespace of the view), Open Sandbox (as a workspace folder or in a new window), Open Terminal, Close Sandbox (Drain),
 // Cancel Sandbox (Immediate), Delete, Download Artifacts…, Show Logs. Long work runs under
 // withProgress with a working Cancel.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import * as vscode from 'vscode';
+import { z } from 'zod';
 import type { TerminationMode } from '../../protocol/kruntimes/run';
-import type { ProviderInfo, SandboxRef, SandboxSummary } from '../../protocol/sandboxes';
+import type { SandboxSummary } from '../../protocol/sandboxes';
 import { type CompanionClient, CompanionRequestError } from '../companion/companionClient';
 import { sandboxUri } from '../fs/sandboxFileSystemProvider';
 import { recordPendingOpen } from '../sandboxes/pendingOpen';
 import { createSandboxResolver, type SandboxTarget } from '../sandboxes/sandboxPicker';
 import type { SandboxRegistry } from '../sandboxes/registry';
 import { sandboxTerminalOptions, type TerminalFactoryDeps } from '../terminal/sandboxPseudoterminal';
-import type { SandboxTreeProvider } from '../views/sandboxTree';
+import type { SandboxTreeNode, SandboxTreeProvider } from '../views/sandboxTree';
+import { type NewSandboxArgs, NewSandboxArgsSchema, NewSandboxRefusal, type NewSandboxTarget, resolveNewSandboxTarget } from './newSandboxTarget';
 
 export interface CommandDeps {
   context: vscode.ExtensionContext;
@@ -89,7 +91,7 @@ export function registerSandboxCommands(deps: CommandDeps): vscode.Disposable[] 
     if (!ok) void vscode.window.showErrorMessage(`VS Code refused to add ${s.ref.name} to the workspace; try Open in New Window.`);
   };
 
-  const terminate = async (target: Target, mode: TerminationMode) => {
+  const terminate = async (target: Target, mode: TerminationMode): Promise<SandboxSummary | undefined> => {
     const s = await resolve(target, mode === 'Drain' ? ['Ready', 'Pending', 'Scheduled', 'Running'] : ['Ready', 'Pending', 'Scheduled', 'Running', 'Finalizing']);
     if (!s) return;
     if (mode === 'Immediate') {
@@ -107,12 +109,18 @@ export function registerSandboxCommands(deps: CommandDeps): vscode.Disposable[] 
       registry.fireChanged(sandbox);
       if (mode === 'Drain') {
         const n = sandbox.artifacts?.length ?? 0;
-        const action = n > 0 ? await vscode.window.showInformationMessage(`${s.ref.name} closed with ${n} artifact(s).`, 'Download Artifacts…') : undefined;
-        if (n === 0) void vscode.window.showInformationMessage(`${s.ref.name} closed; it exported no artifacts.`);
-        if (action) await vscode.commands.executeCommand('sandboxSessions.downloadArtifacts', sandbox.key);
+        // The offer does not hold the command: it resolves with the closed sandbox right away.
+        if (n > 0) {
+          void vscode.window.showInformationMessage(`${s.ref.name} closed with ${n} artifact(s).`, 'Download Artifacts…').then((action) => {
+            if (action) void vscode.commands.executeCommand('sandboxSessions.downloadArtifacts', sandbox.key);
+          });
+        } else {
+          void vscode.window.showInformationMessage(`${s.ref.name} closed; it exported no artifacts.`);
+        }
       } else {
         void vscode.window.showInformationMessage(`${s.ref.name} was cancelled.`);
       }
+      return sandbox;
     } catch (err) {
       if (err instanceof CompanionRequestError && err.code === 'cancelled') return;
       log.error(`terminate ${s.key} (${mode}) failed: ${errorText(err)}`);
@@ -120,45 +128,43 @@ export function registerSandboxCommands(deps: CommandDeps): vscode.Disposable[] 
     }
   };
 
-  const newSandbox = async (args?: { provider?: SandboxRef['provider']; runtime?: string; name?: string; open?: OpenOptions | false }) => {
-    const { providers } = await companion.request('providers/list', {});
-    let provider: ProviderInfo | undefined = args?.provider ? providers.find((p) => p.kind === args.provider) : undefined;
-    if (!provider) {
-      const usable = providers.filter((p) => p.available);
-      if (usable.length === 0) {
-        void vscode.window.showErrorMessage(`No sandbox provider works here: ${providers.map((p) => `${p.label}: ${p.reason ?? 'unavailable'}`).join('; ')}`);
-        return;
-      }
-      provider = usable.length === 1 ? usable[0] : (await vscode.window.showQuickPick(usable.map((p) => ({ label: p.label, p })), { placeHolder: 'Where should the sandbox run?' }))?.p;
+  const newSandbox = async (raw?: unknown): Promise<SandboxSummary | undefined> => {
+    const parsedArgs = NewSandboxArgsSchema.optional().safeParse(raw);
+    if (!parsedArgs.success) {
+      void vscode.window.showErrorMessage(`New Sandbox was given arguments it cannot use: ${z.prettifyError(parsedArgs.error)}`);
+      return;
     }
-    if (!provider) return;
-    let runtime = args?.runtime;
-    if (!runtime) {
-      const options = provider.runtimes.map((r) => ({
-        label: r.name,
-        description: r.available ? r.isolation : `unavailable: ${r.reason ?? ''}`,
-        runtime: r,
-      }));
-      const picked = await vscode.window.showQuickPick(options, { placeHolder: 'Runtime (backend) for the sandbox' });
-      if (!picked) return;
-      if (!picked.runtime.available) {
-        void vscode.window.showErrorMessage(`${picked.label} cannot run here: ${picked.runtime.reason ?? 'unavailable'}`);
-        return;
-      }
-      runtime = picked.label;
-    }
-    const context = provider.contexts[0]?.name;
+    const args: NewSandboxArgs = parsedArgs.data ?? {};
+    let target: NewSandboxTarget | undefined;
     try {
-      const { sandbox } = await progress('Creating a sandbox', (report, token) =>
+      const { providers } = await companion.request('providers/list', {});
+      target = await resolveNewSandboxTarget(providers, args);
+    } catch (err) {
+      if (err instanceof NewSandboxRefusal) {
+        const action = err.action;
+        void vscode.window.showErrorMessage(err.message, ...(action ? [action.label] : [])).then((choice) => {
+          if (choice && action) void vscode.commands.executeCommand(action.command, ...(action.args ?? []));
+        });
+      } else {
+        log.error(`new sandbox: ${errorText(err)}`);
+        void vscode.window.showErrorMessage(`Could not list the sandbox providers: ${errorText(err)}`, 'Show Logs').then((c) => c && log.show());
+      }
+      return;
+    }
+    if (!target) return;
+    const { provider, context, namespace, runtime } = target;
+    const where = provider.kind === 'kruntimes' ? ` in ${context ?? 'the current context'}/${namespace}` : '';
+    try {
+      const { sandbox } = await progress(`Creating a ${runtime} sandbox${where}`, (report, token) =>
         companion.request(
           'sandboxes/create',
           {
             spec: {
               provider: provider.kind,
               runtime,
-              namespace: 'default',
+              namespace,
               ...(context ? { context } : {}),
-              ...(args?.name ? { name: args.name } : {}),
+              ...(args.name ? { name: args.name } : {}),
               idleTimeoutSeconds: vscode.workspace.getConfiguration('sandboxSessions').get<number>('sandbox.idleTimeoutSeconds', 3600),
             },
             waitForReady: true,
@@ -169,13 +175,22 @@ export function registerSandboxCommands(deps: CommandDeps): vscode.Disposable[] 
       registry.fireChanged(sandbox);
       tree.refresh();
       log.info(`created sandbox ${sandbox.key}`);
-      if (args?.open !== false) await openFolder(sandbox, args?.open ?? {});
+      if (args.open !== false) await openFolder(sandbox, args.open ?? {});
       return sandbox;
     } catch (err) {
       if (err instanceof CompanionRequestError && err.code === 'cancelled') return;
-      void vscode.window.showErrorMessage(`Could not create a sandbox: ${errorText(err)}`);
+      log.error(`create a ${provider.kind} sandbox${where} (runtime ${runtime}) failed: ${errorText(err)}`);
+      void vscode.window.showErrorMessage(`Could not create a sandbox${where}: ${errorText(err)}`, 'Show Logs').then((c) => c && log.show());
       return;
     }
+  };
+
+  /** "New Sandbox Here" on a namespace (or context) of the Sandboxes view. */
+  const newSandboxHere = (node?: SandboxTreeNode) => {
+    if (node?.kind === 'namespace') return newSandbox({ provider: node.provider.kind, context: node.context, namespace: node.namespace });
+    if (node?.kind === 'context') return newSandbox({ provider: node.provider.kind, context: node.context });
+    if (node?.kind === 'provider') return newSandbox({ provider: node.provider.kind });
+    return newSandbox();
   };
 
   const downloadArtifacts = async (target: Target, destination?: string) => {
@@ -217,6 +232,7 @@ export function registerSandboxCommands(deps: CommandDeps): vscode.Disposable[] 
   const reg = (id: string, fn: (...args: never[]) => unknown) => vscode.commands.registerCommand(id, fn as (...args: unknown[]) => unknown);
   return [
     reg('sandboxSessions.newSandbox', newSandbox),
+    reg('sandboxSessions.newSandboxHere', newSandboxHere),
     reg('sandboxSessions.openSandbox', async (target: Target, options?: OpenOptions) => {
       const s = await resolve(target, ['Ready'], 'Select a Ready sandbox to open');
       if (s) await openFolder(s, options);

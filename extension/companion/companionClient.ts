@@ -14,6 +14,7 @@ import {
   type ProgressValue,
   ProgressValueSchema,
 } from '../../protocol/companion';
+import { kubeconfigFromSetting } from './kubeconfigSetting';
 
 export type RequestParams<M extends CompanionMethodName> = z.input<(typeof companionMethods)[M]['params']>;
 export type RequestResult<M extends CompanionMethodName> = z.output<(typeof companionMethods)[M]['result']>;
@@ -39,7 +40,8 @@ export const REPOSITORY_PASSWORD_SECRET = 'sandboxSessions.repository.password';
 
 /**
  * The server's environment from settings: the session repository (a folder or a postgres:// URL
- * whose password comes from SecretStorage, never from settings) and its retention.
+ * whose password comes from SecretStorage, never from settings) and its retention, the
+ * activation command, and the kubeconfig of the kruntimes provider.
  */
 export async function serverEnvironment(context: vscode.ExtensionContext): Promise<NodeJS.ProcessEnv> {
   const config = vscode.workspace.getConfiguration('sandboxSessions');
@@ -59,6 +61,9 @@ export async function serverEnvironment(context: vscode.ExtensionContext): Promi
   if (keep !== undefined) env.SANDBOX_SESSIONS_KEEP_REVISIONS = String(keep);
   const activation = config.get<string[]>('activation.command', []);
   if (activation.length > 0) env.SANDBOX_SESSIONS_ACTIVATION_COMMAND = JSON.stringify(activation);
+  // kruntimes: the kubeconfig files the server reads (empty: inherit KUBECONFIG, else ~/.kube/config).
+  const kubeconfig = kubeconfigFromSetting(config.get<string>('kubeconfig', ''));
+  if (kubeconfig !== undefined) env.KUBECONFIG = kubeconfig;
   return env;
 }
 

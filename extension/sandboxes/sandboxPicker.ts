@@ -37,7 +37,16 @@ export function createSandboxResolver(companion: CompanionClient, registry: Sand
     }
     const { providers } = await companion.request('providers/list', {});
     const all: SandboxSummary[] = [];
-    for (const p of providers.filter((x) => x.available)) all.push(...(await registry.list(p.kind)));
+    const failures: string[] = [];
+    for (const p of providers.filter((x) => x.available)) {
+      // One provider that cannot list (a cluster that is down, RBAC) does not hide the others' sandboxes.
+      try {
+        all.push(...(await registry.list(p.kind)));
+      } catch (err) {
+        failures.push(`${p.label}: ${err instanceof Error ? err.message : String(err)}`);
+      }
+    }
+    if (failures.length > 0) void vscode.window.showWarningMessage(`Some sandboxes could not be listed — ${failures.join('; ')}`);
     const candidates = all.filter((s) => !phases || phases.includes(s.phase ?? 'Pending'));
     if (candidates.length === 0) {
       void vscode.window.showInformationMessage(phases ? `No sandbox is ${phases.join(' or ')}.` : 'There are no sandboxes yet.');

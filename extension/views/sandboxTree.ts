@@ -1,17 +1,57 @@
 // The Sandboxes view: providers → contexts → namespaces → session Runs, with a phase icon and a
 // tooltip that says why a sandbox is in its phase (reason, message, timeouts, runtime, age).
+// kruntimes shows kubeconfig's contexts (the current one first, marked and open) and, when it
+// cannot be used, why — as the provider's first child, a click away from the kubeconfig setting.
+import os from 'node:os';
+import path from 'node:path';
 import * as vscode from 'vscode';
 import type { RunPhase } from '../../protocol/kruntimes/run';
 import type { ProviderInfo, SandboxSummary } from '../../protocol/sandboxes';
 import type { CompanionClient } from '../companion/companionClient';
 import type { SandboxRegistry } from '../sandboxes/registry';
 
+type ContextInfo = ProviderInfo['contexts'][number];
+
 export type SandboxTreeNode =
   | { kind: 'provider'; provider: ProviderInfo }
-  | { kind: 'context'; provider: ProviderInfo; context: string; namespaces: string[] }
-  | { kind: 'namespace'; provider: ProviderInfo; context: string; namespace: string }
+  | { kind: 'context'; provider: ProviderInfo; context: string; namespaces: string[]; info?: ContextInfo }
+  | { kind: 'namespace'; provider: ProviderInfo; context: string; namespace: string; info?: ContextInfo }
   | { kind: 'sandbox'; sandbox: SandboxSummary }
-  | { kind: 'message'; text: string; tooltip?: string };
+  | { kind: 'message'; text: string; tooltip?: string; icon?: string; command?: vscode.Command };
+
+/** kubeconfig's current context first, then kubeconfig's order. */
+function contextsInOrder(provider: ProviderInfo): ContextInfo[] {
+  return [...provider.contexts].sort((a, b) => Number(b.current === true) - Number(a.current === true));
+}
+
+/** A context's namespaces with the one it names first. */
+function namespacesInOrder(info: ContextInfo): string[] {
+  const own = info.namespace;
+  return own && info.namespaces.includes(own) ? [own, ...info.namespaces.filter((n) => n !== own)] : info.namespaces;
+}
+
+function providerTooltip(provider: ProviderInfo): vscode.MarkdownString {
+  const md = new vscode.MarkdownString();
+  md.appendText(provider.label);
+  md.appendMarkdown('\n\n');
+  if (provider.kind === 'kruntimes') {
+    md.appendText('kruntimes session Runs on Kubernetes, through the kubeconfig the companion server sees (setting sandboxSessions.kubeconfig, else KUBECONFIG, else ~/.kube/config).');
+    md.appendMarkdown('\n\n');
+    const current = provider.contexts.find((c) => c.current);
+    if (current) {
+      const runtimes = provider.runtimes.map((r) => r.name).join(', ');
+      md.appendText(`Runtimes in ${current.name}/${current.namespace ?? 'default'}: ${runtimes || 'none listed'}`);
+      md.appendMarkdown('\n\n');
+    }
+  } else {
+    for (const r of provider.runtimes) {
+      md.appendText(`${r.name}: ${r.isolation}${r.available ? '' : ` — unavailable: ${r.reason ?? 'unknown reason'}`}`);
+      md.appendMarkdown('  \n');
+    }
+  }
+  if (!provider.available) md.appendText(`Not available: ${provider.reason ?? 'unknown reason'}`);
+  return md;
+}
 
 const PHASE_ICONS: Record<RunPhase, [string, string?]> = {
   Pending: ['loading~spin'],
@@ -80,25 +120,40 @@ export class SandboxTreeProvider implements vscode.TreeDataProvider<SandboxTreeN
   getTreeItem(node: SandboxTreeNode): vscode.TreeItem {
     switch (node.kind) {
       case 'provider': {
-        const item = new vscode.TreeItem(node.provider.label, vscode.TreeItemCollapsibleState.Expanded);
-        item.iconPath = new vscode.ThemeIcon(node.provider.kind === 'local' ? 'device-desktop' : 'cloud');
+        // "kruntimes (/home/me/.kube/config)": the kubeconfig files go to the description, home as ~.
+        const m = /^(.+?) \((.+)\)$/.exec(node.provider.label);
+        const item = new vscode.TreeItem(m?.[1] ?? node.provider.label, vscode.TreeItemCollapsibleState.Expanded);
+        if (m?.[2]) item.description = m[2].split(path.delimiter).map((f) => (f.startsWith(`${os.homedir()}${path.sep}`) ? `~${f.slice(os.homedir().length)}` : f)).join(path.delimiter);
+        item.id = `provider:${node.provider.kind}`;
+        item.iconPath = new vscode.ThemeIcon(node.provider.kind === 'local' ? 'device-desktop' : 'cloud', node.provider.available ? undefined : new vscode.ThemeColor('disabledForeground'));
         item.contextValue = `provider.${node.provider.kind}`;
-        if (!node.provider.available) item.description = node.provider.reason ?? 'not available';
-        item.tooltip = node.provider.runtimes
-          .map((r) => `${r.name}: ${r.isolation}${r.available ? '' : ` — unavailable: ${r.reason ?? 'unknown reason'}`}`)
-          .join('\n');
+        if (!node.provider.available) item.description = item.description ? `unavailable · ${String(item.description)}` : 'unavailable';
+        item.tooltip = providerTooltip(node.provider);
         return item;
       }
       case 'context': {
-        const item = new vscode.TreeItem(node.context, vscode.TreeItemCollapsibleState.Expanded);
-        item.iconPath = new vscode.ThemeIcon('server-environment');
-        item.contextValue = 'context';
+        const current = node.info?.current === true;
+        // The current context opens by itself; others are listed only when opened (each may be a slow or unreachable cluster).
+        const item = new vscode.TreeItem(node.context, current ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.Collapsed);
+        item.id = `context:${node.provider.kind}:${node.context}`;
+        item.iconPath = new vscode.ThemeIcon('server-environment', current ? new vscode.ThemeColor('charts.green') : undefined);
+        item.contextValue = current ? 'context.current' : 'context';
+        item.description = current ? 'current' : undefined;
+        item.tooltip = `kubeconfig context ${node.context}${current ? ' (current)' : ''}\nNamespace: ${node.info?.namespace ?? 'default'}\nNamespaces listed: ${node.namespaces.length}`;
         return item;
       }
       case 'namespace': {
-        const item = new vscode.TreeItem(node.namespace, vscode.TreeItemCollapsibleState.Expanded);
+        const own = node.info !== undefined && node.info.namespace === node.namespace;
+        // Local namespaces and a context's own namespace open by themselves; a cluster may have many others.
+        const expanded = node.provider.kind === 'local' || own;
+        const item = new vscode.TreeItem(node.namespace, expanded ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.Collapsed);
+        item.id = `namespace:${node.provider.kind}:${node.context}:${node.namespace}`;
         item.iconPath = new vscode.ThemeIcon('symbol-namespace');
-        item.contextValue = 'namespace';
+        item.contextValue = `namespace.${node.provider.kind}`;
+        item.tooltip =
+          node.provider.kind === 'local'
+            ? `Local namespace ${node.namespace}`
+            : `Namespace ${node.namespace} in context ${node.context}${own ? " (the context's namespace)" : ''}`;
         return item;
       }
       case 'sandbox': {
@@ -116,8 +171,10 @@ export class SandboxTreeProvider implements vscode.TreeDataProvider<SandboxTreeN
       }
       case 'message': {
         const item = new vscode.TreeItem(node.text, vscode.TreeItemCollapsibleState.None);
-        item.iconPath = new vscode.ThemeIcon('info');
-        if (node.tooltip) item.tooltip = node.tooltip;
+        item.iconPath = new vscode.ThemeIcon(node.icon ?? 'info');
+        item.contextValue = 'message';
+        item.tooltip = node.tooltip ?? node.text;
+        if (node.command) item.command = node.command;
         return item;
       }
     }
@@ -126,32 +183,62 @@ export class SandboxTreeProvider implements vscode.TreeDataProvider<SandboxTreeN
   async getChildren(node?: SandboxTreeNode): Promise<SandboxTreeNode[]> {
     try {
       if (!node) {
-        this.providers ??= this.companion.request('providers/list', {}).then((r) => r.providers);
-        return (await this.providers).map((provider) => ({ kind: 'provider', provider }));
+        const providers = (this.providers ??= this.companion.request('providers/list', {}).then((r) => r.providers));
+        // A failed listing is not kept: the next expand or Refresh asks again.
+        providers.catch(() => {
+          if (this.providers === providers) this.providers = undefined;
+        });
+        return (await providers).map((provider) => ({ kind: 'provider', provider }));
       }
       if (node.kind === 'provider') {
-        if (!node.provider.available && node.provider.contexts.length === 0) {
-          return [{ kind: 'message', text: node.provider.reason ?? 'not available here' }];
+        const provider = node.provider;
+        const unavailable: SandboxTreeNode[] = provider.available
+          ? []
+          : [
+              {
+                kind: 'message',
+                text: provider.reason ?? 'not available here',
+                icon: 'warning',
+                ...(provider.kind === 'kruntimes'
+                  ? {
+                      tooltip: `${provider.reason ?? 'not available here'}\n\nClick to set sandboxSessions.kubeconfig.`,
+                      command: { command: 'workbench.action.openSettings', title: 'Open Settings', arguments: ['sandboxSessions.kubeconfig'] },
+                    }
+                  : {}),
+              },
+            ];
+        if (provider.kind === 'local') {
+          const ctx = provider.contexts[0];
+          if (!provider.available && !ctx) return unavailable;
+          return [
+            ...unavailable,
+            ...(ctx?.namespaces ?? ['default']).map((namespace): SandboxTreeNode => ({ kind: 'namespace', provider, context: ctx?.name ?? 'local', namespace })),
+          ];
         }
-        if (node.provider.kind === 'local') {
-          const ctx = node.provider.contexts[0];
-          return (ctx?.namespaces ?? ['default']).map((namespace) => ({ kind: 'namespace', provider: node.provider, context: ctx?.name ?? 'local', namespace }));
-        }
-        return node.provider.contexts.map((c) => ({ kind: 'context', provider: node.provider, context: c.name, namespaces: c.namespaces }));
+        return [
+          ...unavailable,
+          ...contextsInOrder(provider).map((info): SandboxTreeNode => ({ kind: 'context', provider, context: info.name, namespaces: namespacesInOrder(info), info })),
+        ];
       }
       if (node.kind === 'context') {
-        return node.namespaces.map((namespace) => ({ kind: 'namespace', provider: node.provider, context: node.context, namespace }));
+        return node.namespaces.map((namespace) => ({ kind: 'namespace', provider: node.provider, context: node.context, namespace, ...(node.info ? { info: node.info } : {}) }));
       }
       if (node.kind === 'namespace') {
-        const list = await this.registry.list(node.provider.kind, { context: node.context, namespace: node.namespace });
-        if (list.length === 0) return [{ kind: 'message', text: 'No sandboxes yet — use New Sandbox…' }];
+        let list: SandboxSummary[];
+        try {
+          list = await this.registry.list(node.provider.kind, { context: node.context, namespace: node.namespace });
+        } catch (err) {
+          const message = err instanceof Error ? err.message : String(err);
+          return [{ kind: 'message', text: `Cannot list sandboxes: ${message}`, tooltip: message, icon: 'warning' }];
+        }
+        if (list.length === 0) return [{ kind: 'message', text: 'No sandboxes yet', tooltip: 'New Sandbox Here (+ on the namespace) creates one in this namespace.' }];
         return list
           .sort((a, b) => (b.createdAt ?? '').localeCompare(a.createdAt ?? '') || a.ref.name.localeCompare(b.ref.name))
           .map((sandbox) => ({ kind: 'sandbox', sandbox: this.registry.summary(sandbox.key) ?? sandbox }));
       }
       return [];
     } catch (err) {
-      return [{ kind: 'message', text: `Cannot list sandboxes: ${err instanceof Error ? err.message : String(err)}` }];
+      return [{ kind: 'message', text: `Cannot list sandboxes: ${err instanceof Error ? err.message : String(err)}`, icon: 'warning' }];
     }
   }
 

@@ -4,6 +4,7 @@ import { parseArgs } from 'node:util';
 import { createLogger } from '../log';
 import { startCompanionServer } from '../rpc/companionServer';
 import { createMethodHandlers } from '../rpc/methods';
+import { KruntimesSandboxProvider } from '../sandboxes/kruntimes/kruntimesProvider';
 import { LocalSandboxProvider } from '../sandboxes/localProvider';
 import type { SandboxProvider } from '../sandboxes/provider';
 import type { ProviderKind } from '../../protocol/sandboxes';
@@ -36,7 +37,11 @@ export async function runServerCommand(argv: string[], io: CommandIo): Promise<n
     return 2;
   }
   const log = createLogger(io.stderr);
-  const providers = new Map<ProviderKind, SandboxProvider>([['local', new LocalSandboxProvider({ log })]]);
+  // kruntimes reads KUBECONFIG (else ~/.kube/config, else the in-cluster service account) lazily.
+  const providers = new Map<ProviderKind, SandboxProvider>([
+    ['local', new LocalSandboxProvider({ log })],
+    ['kruntimes', new KruntimesSandboxProvider({ log })],
+  ]);
   // The repository opens on first use (a misconfigured one fails only the requests that need it).
   let repository: Promise<SessionRepository> | undefined;
   const openRepository = () => {
@@ -90,6 +95,7 @@ export async function runServerCommand(argv: string[], io: CommandIo): Promise<n
   await revisions.dispose();
   if (repository) await (await repository.catch(() => undefined))?.close();
   for (const stop of stopWatches) stop();
+  await Promise.all([...providers.values()].map((p) => p.dispose()));
   log.info('client closed the connection; exiting');
   server.dispose();
   // Stop reading stdin so nothing keeps the process alive after `exit` (LSP) or EOF.

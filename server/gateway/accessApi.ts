@@ -30,6 +30,8 @@ import { SessionSocket, SocketMessages, rejectUpgrade, upgradeProblem } from './
 export interface AccessLimits {
   maxRequestBodyBytes: number;
   maxResponseBodyBytes: number;
+  /** Advertise the local extensions under `capabilities` (default true; a kruntimes Console has none). */
+  advertiseExtensions?: boolean;
 }
 
 export type AccessRoute =
@@ -227,6 +229,9 @@ export class AccessApi {
 
   private status(res: ServerResponse, session: LocalSession): void {
     const backend = session.config.backend;
+    if (this.limits.advertiseExtensions === false) {
+      return sendJson(res, 200, { state: 'SESSION_STATE_READY', lastActivityUnixNano: session.lastActivityNs }, this.limits.maxResponseBodyBytes);
+    }
     sendJson(
       res,
       200,

@@ -33,6 +33,7 @@ import { defaultStateDir, StateLayout } from '../local/stateRoot';
 import type { Logger } from '../log';
 import { copyVerified, unpackTarGz } from './artifactFiles';
 import { SandboxError, type SandboxChange, type SandboxProvider, type WorkOptions } from './provider';
+import { SandboxLeases } from './sandboxLeases';
 import { sessionRunBody } from './sessionRunBody';
 import { summarizeRun } from './summary';
 
@@ -50,9 +51,19 @@ export class LocalSandboxProvider implements SandboxProvider {
   private readonly stateDir: string;
   private handle: GatewayHandle | undefined;
 
+  private readonly leases: SandboxLeases;
+
   constructor(private readonly options: LocalProviderOptions) {
     this.stateDir = options.stateDir ?? defaultStateDir();
+    this.leases = new SandboxLeases(options.log);
   }
+
+  dispose(): Promise<void> {
+    return this.leases.dispose();
+  }
+
+  /** Cuts the Run watch's retry sleep short (set while it sleeps). */
+  private wakeWatch: (() => void) | undefined;
 
   /** One find-or-start at a time: concurrent callers (a request and the watch) share it. */
   private finding: Promise<GatewayHandle> | undefined;
@@ -64,6 +75,7 @@ export class LocalSandboxProvider implements SandboxProvider {
         this.finding = undefined;
       });
       this.handle = await this.finding;
+      this.wakeWatch?.(); // a waiting Run watch follows the daemon now instead of after its backoff
     }
     return { handle: this.handle, api: new LocalGatewayClient(this.handle.url, this.handle.token) };
   }
@@ -172,7 +184,9 @@ export class LocalSandboxProvider implements SandboxProvider {
     const client = new GatewayClient({ endpoint: { url: endpoint.url }, token: handle.token });
     try {
       const status = await client.status();
-      return { endpoint: { url: endpoint.url }, token: handle.token, ...(status.capabilities ? { capabilities: status.capabilities } : {}) };
+      const connection: SandboxConnection = { endpoint: { url: endpoint.url }, token: handle.token, ...(status.capabilities ? { capabilities: status.capabilities } : {}) };
+      this.leases.hold(ref, connection, run.spec.mode.session?.leaseTimeoutSeconds);
+      return connection;
     } finally {
       await client.close();
     }
@@ -186,6 +200,7 @@ export class LocalSandboxProvider implements SandboxProvider {
     if (!isTerminalPhase(run.status?.phase)) await this.withApi((api) => api.terminate(ref.namespace, ref.name, mode));
     if (!options.wait) return summarizeRun('local', LOCAL_CONTEXT, await this.getRun(ref));
     const done = await this.waitFor(ref.namespace, ref.name, [], options.timeoutMs ?? 10 * 60_000, options.signal);
+    await this.leases.release(ref); // a lease of a Run that is no longer Ready stops by itself, too
     const expected = mode === 'Drain' ? 'Succeeded' : 'Cancelled';
     if (done.status?.phase !== expected) {
       const phase = done.status?.phase ?? 'unknown';
@@ -199,6 +214,7 @@ export class LocalSandboxProvider implements SandboxProvider {
 
   async delete(ref: SandboxRef): Promise<void> {
     await this.getRun(ref);
+    await this.leases.release(ref);
     await this.withApi((api) => api.deleteRun(ref.namespace, ref.name));
   }
 
@@ -276,8 +292,15 @@ export class LocalSandboxProvider implements SandboxProvider {
           if (controller.signal.aborted) return;
           this.options.log.debug('local Run watch interrupted; retrying', { error: (err as Error).message, delayMs: delay });
         }
-        await new Promise((r) => setTimeout(r, delay));
-        delay = Math.min(delay * 2, 5000);
+        const woken = await new Promise<boolean>((resolve) => {
+          const timer = setTimeout(() => resolve(false), delay);
+          this.wakeWatch = () => {
+            clearTimeout(timer);
+            resolve(true);
+          };
+        });
+        this.wakeWatch = undefined;
+        delay = woken ? 200 : Math.min(delay * 2, 5000);
       }
     };
     void loop();

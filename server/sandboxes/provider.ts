@@ -40,6 +40,8 @@ export interface SandboxProvider {
   ): Promise<DownloadedArtifact[]>;
   /** Calls `listener` on every phase change until the returned function is called. */
   watch(listener: (change: SandboxChange) => void): () => void;
+  /** Stops what the provider keeps running (lease heartbeats, port-forwards, watches). */
+  dispose(): Promise<void>;
 }
 
 export class SandboxError extends Error {

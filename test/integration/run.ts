@@ -1,6 +1,9 @@
 // Runs the integration suite inside a real VS Code extension host: builds the extension, starts
 // code-server with the smoke-test driver, and opens it in headless Chromium with the
 // extensionDevelopmentPath / extensionTestsPath payload. The suite's exit code is ours.
+// A kruntimes cluster SIMULATOR (test/fixtures/cluster) runs beside it; code-server — and so the
+// extension host and the companion server — sees it through KUBECONFIG (context `simulator`,
+// namespace `default`, Runtime `bash`).
 // `npm run test:integration` (installs code-server and chromium on first use).
 import * as esbuild from 'esbuild';
 import fs from 'node:fs';
@@ -9,6 +12,7 @@ import path from 'node:path';
 import { format } from 'node:util';
 import { chromium } from 'playwright-core';
 import { CHROMIUM_ARGS, REPO_ROOT, startCodeServer } from '../../scripts/vscodeHost';
+import { startClusterSimulator } from '../fixtures/cluster/simulator';
 
 const SUITE_OUT = path.join(REPO_ROOT, '.test-tmp', 'integration');
 
@@ -40,6 +44,7 @@ async function main(): Promise<number> {
   const dataDir = path.join(work, 'data');
   const folder = path.join(work, 'workspace');
   fs.mkdirSync(folder, { recursive: true });
+  const cluster = await startClusterSimulator({ dir: path.join(work, 'cluster'), runtimes: [{ namespace: 'default', name: 'bash' }] });
   const server = await startCodeServer({
     workDir: work,
     extraArgs: ['--vscode-option', 'enable-smoke-test-driver'],
@@ -48,6 +53,7 @@ async function main(): Promise<number> {
       XDG_DATA_HOME: dataDir,
       SANDBOX_SESSIONS_LOG_LEVEL: 'debug',
       SANDBOX_SESSIONS_IT_WORK: work,
+      KUBECONFIG: cluster.kubeconfigPath,
       // Activations run the deterministic test agent (Maka's CLI contract) instead of `maka activate`.
       SANDBOX_SESSIONS_ACTIVATION_COMMAND: JSON.stringify([process.execPath, path.join(REPO_ROOT, 'test/fixtures/agent/agent.mts'), 'activate']),
     },
@@ -88,6 +94,7 @@ async function main(): Promise<number> {
   } finally {
     await browser.close().catch(() => undefined);
     await server.stop();
+    await cluster.stop().catch((err: unknown) => console.error(`stopping the cluster simulator: ${String(err)}`));
     // The companion server started a local gateway daemon for the suite: stop it.
     const state = path.join(stateDir, 'gateway.json');
     if (fs.existsSync(state)) {

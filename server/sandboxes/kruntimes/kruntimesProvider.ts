@@ -20,8 +20,8 @@ import {
 import type { DownloadedArtifact, ProviderInfo, SandboxConnection, SandboxCreateSpec, SandboxRef, SandboxSummary } from '../../../protocol/sandboxes';
 import { sandboxKey } from '../../../protocol/sandboxes';
 import type { Logger } from '../../log';
-import { holdLease } from '../leaseKeeper';
 import { type SandboxChange, SandboxError, type SandboxProvider, type WorkOptions } from '../provider';
+import { SandboxLeases } from '../sandboxLeases';
 import { sessionRunBody } from '../sessionRunBody';
 import { summarizeRun } from '../summary';
 import { downloadArtifacts } from './artifactDownload';
@@ -47,11 +47,14 @@ export class KruntimesSandboxProvider implements SandboxProvider {
   private loaded: LoadedKubeConfig | undefined;
   private readonly clients = new Map<string, ContextClients>();
   private readonly forwarders = new Map<string, Promise<PortForwarder>>();
-  private readonly leases = new Map<string, { stop(): Promise<void> }>();
   private readonly watches = new Map<string, RunWatch>();
   private readonly listeners = new Set<(change: SandboxChange) => void>();
 
-  constructor(private readonly options: KruntimesProviderOptions) {}
+  private readonly leases: SandboxLeases;
+
+  constructor(private readonly options: KruntimesProviderOptions) {
+    this.leases = new SandboxLeases(options.log);
+  }
 
   private get log(): Logger {
     return this.options.log;
@@ -103,12 +106,13 @@ export class KruntimesSandboxProvider implements SandboxProvider {
     const names = loaded.inCluster ? [loaded.config.getCurrentContext()] : loaded.config.getContexts().map((c) => c.name);
     const contexts = await Promise.all(
       names.map(async (name) => {
-        const fallback = [contextNamespace(loaded.config, name)];
+        const namespace = contextNamespace(loaded.config, name);
+        const base = { name, namespace, current: name === loaded.config.getCurrentContext() };
         try {
           const listed = await withTimeout(this.context(name).api.listNamespaces(), 3000);
-          return { name, namespaces: listed.length > 0 ? listed : fallback };
+          return { ...base, namespaces: listed.length > 0 ? listed : [namespace] };
         } catch {
-          return { name, namespaces: fallback };
+          return { ...base, namespaces: [namespace] }; // no `list namespaces` right, or unreachable
         }
       }),
     );
@@ -219,33 +223,8 @@ export class KruntimesSandboxProvider implements SandboxProvider {
     } finally {
       await client.close();
     }
-    const lease = run.spec.mode.session?.leaseTimeoutSeconds;
-    const key = sandboxKey(ref);
-    if (lease !== undefined && !this.leases.has(key)) {
-      this.leases.set(
-        key,
-        holdLease({
-          endpointUrl: connection.endpoint.url,
-          token,
-          ...(connection.endpoint.caBundle ? { caBundle: connection.endpoint.caBundle } : {}),
-          ...(connection.tls?.servername ? { servername: connection.tls.servername } : {}),
-          ...(connection.tls?.rejectUnauthorized === false ? { rejectUnauthorized: false } : {}),
-          leaseTimeoutSeconds: lease,
-          onLost: (err: Error) => {
-            this.log.warn('session lease lost', { sandbox: key, message: err.message });
-            this.leases.delete(key);
-          },
-        }),
-      );
-    }
+    this.leases.hold(ref, connection, run.spec.mode.session?.leaseTimeoutSeconds);
     return connection;
-  }
-
-  private async releaseLease(ref: SandboxRef): Promise<void> {
-    const key = sandboxKey(ref);
-    const lease = this.leases.get(key);
-    this.leases.delete(key);
-    await lease?.stop();
   }
 
   /** A started forwarder to `target`, shared by every caller for the provider's lifetime. */
@@ -272,7 +251,7 @@ export class KruntimesSandboxProvider implements SandboxProvider {
     if (run.spec.termination?.mode !== mode && !isTerminalPhase(run.status?.phase)) latest = await ctx.api.patchTermination(ref.namespace, ref.name, mode);
     if (!options.wait) return this.summarize(ctx.name, latest);
     const done = await this.waitFor(ctx, ref.namespace, ref.name, () => false, options.timeoutMs ?? 10 * 60_000, options);
-    await this.releaseLease(ref);
+    await this.leases.release(ref);
     const expected = mode === 'Drain' ? 'Succeeded' : 'Cancelled';
     if (done.status?.phase !== expected) {
       const phase = done.status?.phase ?? 'unknown';
@@ -283,7 +262,7 @@ export class KruntimesSandboxProvider implements SandboxProvider {
 
   async delete(ref: SandboxRef): Promise<void> {
     const ctx = this.context(ref.context);
-    await this.releaseLease(ref);
+    await this.leases.release(ref);
     await ctx.api.deleteRun(ref.namespace, ref.name);
     // Finalizers keep a deleted Run until the controller cleaned up; wait (bounded) until it is gone.
     const deadline = Date.now() + 30_000;
@@ -363,8 +342,7 @@ export class KruntimesSandboxProvider implements SandboxProvider {
   async dispose(): Promise<void> {
     for (const w of this.watches.values()) w.stop();
     this.watches.clear();
-    await Promise.all([...this.leases.values()].map((l) => l.stop()));
-    this.leases.clear();
+    await this.leases.dispose();
     const forwarders = await Promise.allSettled([...this.forwarders.values()]);
     this.forwarders.clear();
     await Promise.all(forwarders.map((f) => (f.status === 'fulfilled' ? f.value.close() : undefined)));
