@@ -5,6 +5,7 @@ import type { CommandHandler, CommandIo } from './cli/io';
 import { runBundleCommand } from './cli/bundle';
 import { runDoctorCommand } from './cli/doctor';
 import { runGatewayCommand } from './cli/gateway';
+import { runKruntimesCommand } from './cli/kruntimes';
 import { runSandboxCommand } from './cli/sandbox';
 import { runServerCommand } from './cli/serverCommand';
 import { runSessionCommand } from './cli/session';
@@ -20,6 +21,7 @@ const commands: Record<string, CommandEntry> = {
   server: { summary: 'run the companion JSON-RPC server (--stdio)', handler: runServerCommand },
   gateway: { summary: 'run the local gateway daemon (--detach, --stop)', handler: (argv, io) => runGatewayCommand(argv, io) },
   sandbox: { summary: 'local sandboxes: create|list|get|exec|cancel|close|delete|artifacts', handler: (argv, io) => runSandboxCommand(argv, io) },
+  kruntimes: { summary: 'kruntimes sandboxes (kubeconfig): contexts|list|create|get|exec|close|delete|artifacts', handler: (argv, io) => runKruntimesCommand(argv, io) },
   doctor: { summary: 'which local backends work on this machine, and why not', handler: runDoctorCommand },
   bundle: { summary: 'Session Bundles: pack|inspect|hydrate|cleanup', handler: runBundleCommand },
   session: { summary: 'the session repository: list|show|revisions|checkout|commit|delete', handler: runSessionCommand },

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { GatewayClient } from '../../../protocol/kruntimes/gatewayClient';
 import { GatewayError } from '../../../protocol/kruntimes/gatewayErrors';
 import { RUN_API_VERSION, RUN_KIND, RunStateError, RunStateMessages, TERMINATION_MONOTONIC_MESSAGE, DRAIN_SESSION_ONLY_MESSAGE, type Run } from '../../../protocol/kruntimes/run';
-import type { SandboxConnection } from '../../../protocol/sandboxes';
+import type { SandboxConnection, SandboxCreateSpec } from '../../../protocol/sandboxes';
 import { ClusterApi } from '../../../server/sandboxes/kruntimes/clusterApi';
 import { configForContext, loadKubeConfig } from '../../../server/sandboxes/kruntimes/kubeconfig';
 import type { KruntimesSandboxProvider } from '../../../server/sandboxes/kruntimes/kruntimesProvider';
@@ -36,14 +36,7 @@ describe('kruntimes provider: access, refusals and watches (cluster simulator)',
     await target?.stop();
   });
 
-  const spec = (extra: Record<string, unknown> = {}) => ({
-    provider: 'kruntimes' as const,
-    context: target.context,
-    namespace: target.namespace,
-    runtime: target.runtime,
-    idleTimeoutSeconds: 600,
-    ...extra,
-  });
+  const spec = (extra: Partial<SandboxCreateSpec> = {}) => target.spec(extra);
   const gateway = (c: SandboxConnection, token: string | null = c.token) =>
     new GatewayClient({ endpoint: c.endpoint, token: token ?? undefined, tls: c.tls });
   const phaseOf = async (name: string) => (await provider.get({ provider: 'kruntimes', context: target.context, namespace: target.namespace, name })).sandbox;

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { GatewayClient } from '../../../protocol/kruntimes/gatewayClient';
 import { GatewayError } from '../../../protocol/kruntimes/gatewayErrors';
 import { RunStateError, TERMINATION_MONOTONIC_MESSAGE } from '../../../protocol/kruntimes/run';
-import type { SandboxConnection, SandboxRef } from '../../../protocol/sandboxes';
+import type { SandboxConnection, SandboxCreateSpec, SandboxRef } from '../../../protocol/sandboxes';
 import type { KruntimesSandboxProvider } from '../../../server/sandboxes/kruntimes/kruntimesProvider';
 import { SandboxError } from '../../../server/sandboxes/provider';
 import { type ClusterTarget, startClusterTarget } from '../../fixtures/cluster/target';
@@ -31,14 +31,7 @@ describe('kruntimes provider: session Run lifecycle (cluster simulator)', functi
     await target?.stop();
   });
 
-  const spec = (extra: Record<string, unknown> = {}) => ({
-    provider: 'kruntimes' as const,
-    context: target.context,
-    namespace: target.namespace,
-    runtime: target.runtime,
-    idleTimeoutSeconds: 600,
-    ...extra,
-  });
+  const spec = (extra: Partial<SandboxCreateSpec> = {}) => target.spec(extra);
 
   it('create → Ready → files and commands → Drain → Succeeded → artifacts downloaded and verified', async () => {
     const phases: string[] = [];

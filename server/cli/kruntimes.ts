@@ -1,0 +1,170 @@
+// `sandbox-sessions kruntimes <verb>`: kruntimes sandboxes (session Runs on Kubernetes) from a
+// shell, through the same provider the editor uses — contexts, list, create, get, exec, close
+// (Drain, or --immediate), delete, artifacts — with `--json` for scripts. The kubeconfig is
+// found as kubectl finds it (KUBECONFIG, ~/.kube/config, in-cluster); `--context` picks one.
+import path from 'node:path';
+import { GatewayClient } from '../../protocol/kruntimes/gatewayClient';
+import type { SandboxRef, SandboxSummary } from '../../protocol/sandboxes';
+import { createLogger } from '../log';
+import { KruntimesSandboxProvider } from '../sandboxes/kruntimes/kruntimesProvider';
+import { bool, flag, parseArgs, UsageError, writeLine, type ParsedArgs } from './args';
+import type { CommandIo } from './io';
+
+const USAGE = `usage: sandbox-sessions kruntimes <command> [options]
+  contexts
+  list
+  create --runtime RUNTIME [--name N] [--idle-timeout S] [--lease-timeout S] [--timeout DUR] [--env K=V]... [--no-wait]
+  get NAME
+  exec NAME [--shell CMD | -- ARGV...] [--workdir DIR]
+  close NAME [--immediate] [--no-wait]
+  delete NAME
+  artifacts NAME --output DIR [--unpack]
+common: --context CTX (default: the current context), --namespace NS (default: the context's), --json`;
+
+const BOOLEANS = ['json', 'no-wait', 'immediate', 'unpack', 'help'];
+const VALUES = ['context', 'namespace', 'runtime', 'name', 'idle-timeout', 'lease-timeout', 'timeout', 'env', 'shell', 'workdir', 'output'];
+
+function row(s: SandboxSummary): string {
+  return [s.ref.namespace, s.ref.name, s.runtime, s.phase ?? 'Pending', s.message ?? ''].join('\t');
+}
+
+function positiveInt(args: ParsedArgs, name: string): number | undefined {
+  const v = flag(args, name);
+  if (v === undefined) return undefined;
+  if (!/^\d+$/.test(v) || Number(v) < 1) throw new UsageError(`--${name} needs a positive whole number of seconds, got ${v}`);
+  return Number(v);
+}
+
+/** `env`: where KUBECONFIG/HOME are read (default: this process's environment). */
+export async function runKruntimesCommand(argv: string[], io: CommandIo, opts: { env?: NodeJS.ProcessEnv } = {}): Promise<number> {
+  const [verb, ...restArgv] = argv;
+  let args: ParsedArgs;
+  try {
+    if (!verb || verb === '--help' || verb === 'help') {
+      writeLine(verb ? io.stdout : io.stderr, USAGE);
+      return verb ? 0 : 2;
+    }
+    args = parseArgs(restArgv, { booleans: BOOLEANS, values: VALUES });
+  } catch (err) {
+    writeLine(io.stderr, `error: ${(err as Error).message}\n${USAGE}`);
+    return 2;
+  }
+  const json = bool(args, 'json');
+  const out = (text: string, value: unknown): void => writeLine(io.stdout, json ? JSON.stringify(value) : text);
+  const provider = new KruntimesSandboxProvider({ log: createLogger(io.stderr, 'warn'), ...(opts.env ? { env: opts.env } : {}) });
+  const progress = json ? undefined : (_phase: string, message?: string) => message && writeLine(io.stderr, message);
+  try {
+    const info = async () => {
+      const i = await provider.info();
+      if (i.contexts.length === 0) throw new UsageError(i.reason ?? 'no kubeconfig contexts');
+      return i;
+    };
+    const contextName = flag(args, 'context');
+    const where = async (): Promise<{ context: string; namespace: string }> => {
+      const i = await info();
+      const ctx = contextName ? i.contexts.find((c) => c.name === contextName) : (i.contexts.find((c) => c.current) ?? i.contexts[0]);
+      if (!ctx) throw new UsageError(`kubeconfig has no context "${contextName}" (contexts: ${i.contexts.map((c) => c.name).join(', ')})`);
+      return { context: ctx.name, namespace: flag(args, 'namespace') ?? ctx.namespace ?? 'default' };
+    };
+    const ref = async (): Promise<SandboxRef> => {
+      const name = args.positionals[0];
+      if (!name) throw new UsageError(`${verb} needs a sandbox NAME`);
+      return { provider: 'kruntimes', ...(await where()), name };
+    };
+    switch (verb) {
+      case 'contexts': {
+        const i = await info();
+        out(i.contexts.map((c) => `${c.current ? '*' : ' '} ${c.name}\t${c.namespace ?? ''}\t${c.namespaces.join(',')}`).join('\n'), i.contexts);
+        return 0;
+      }
+      case 'list': {
+        const { context, namespace } = await where();
+        const list = await provider.list({ context, namespace });
+        out(list.map(row).join('\n'), list);
+        return 0;
+      }
+      case 'create': {
+        const runtime = flag(args, 'runtime');
+        if (!runtime) throw new UsageError('create needs --runtime (a Runtime of the namespace)');
+        const env: Record<string, string> = {};
+        for (const kv of args.flags.get('env') ?? []) {
+          const i = kv.indexOf('=');
+          if (i <= 0) throw new UsageError(`--env needs NAME=VALUE, got ${kv}`);
+          env[kv.slice(0, i)] = kv.slice(i + 1);
+        }
+        const idle = positiveInt(args, 'idle-timeout');
+        const lease = positiveInt(args, 'lease-timeout');
+        const name = flag(args, 'name');
+        const timeout = flag(args, 'timeout');
+        const s = await provider.create(
+          {
+            provider: 'kruntimes',
+            ...(await where()),
+            runtime,
+            ...(name ? { name } : {}),
+            ...(idle !== undefined ? { idleTimeoutSeconds: idle } : {}),
+            ...(lease !== undefined ? { leaseTimeoutSeconds: lease } : {}),
+            ...(timeout ? { timeout } : {}),
+            ...(Object.keys(env).length ? { env } : {}),
+          },
+          { waitForReady: !bool(args, 'no-wait'), ...(progress ? { progress } : {}) },
+        );
+        out(row(s), s);
+        return 0;
+      }
+      case 'get': {
+        const { sandbox } = await provider.get(await ref());
+        out(row(sandbox), sandbox);
+        return 0;
+      }
+      case 'exec': {
+        const connection = await provider.open(await ref());
+        const client = new GatewayClient({ endpoint: connection.endpoint, token: connection.token, tls: connection.tls });
+        try {
+          const shell = flag(args, 'shell');
+          if (!shell && args.rest.length === 0) throw new UsageError('exec needs --shell CMD or -- ARGV...');
+          const workdir = flag(args, 'workdir');
+          const r = await client.runCommand({ ...(shell ? { shell } : { argv: args.rest }), ...(workdir ? { workingDirectory: workdir } : {}) });
+          if (json) out('', { exitCode: r.exitCode, stdout: r.stdout.toString('utf8'), stderr: r.stderr.toString('utf8') });
+          else {
+            io.stdout.write(r.stdout);
+            io.stderr.write(r.stderr);
+          }
+          return r.exitCode === 0 ? 0 : 1;
+        } finally {
+          await client.close();
+        }
+      }
+      case 'close': {
+        const s = await provider.terminate(await ref(), bool(args, 'immediate') ? 'Immediate' : 'Drain', { wait: !bool(args, 'no-wait'), ...(progress ? { progress } : {}) });
+        out(row(s), s);
+        return 0;
+      }
+      case 'delete': {
+        const r = await ref();
+        await provider.delete(r);
+        out(`deleted ${r.namespace}/${r.name}`, { deleted: r });
+        return 0;
+      }
+      case 'artifacts': {
+        const output = flag(args, 'output');
+        if (!output) throw new UsageError('artifacts needs --output DIR (an absolute or relative folder)');
+        const list = await provider.downloadArtifacts(await ref(), path.resolve(output), { unpack: bool(args, 'unpack'), ...(progress ? { progress } : {}) });
+        out(list.map((a) => `${a.name}\t${a.type}\t${a.sizeBytes}\t${a.digest}\t${a.unpackedTo ?? a.path}`).join('\n'), list);
+        return 0;
+      }
+      default:
+        throw new UsageError(`unknown command "${verb}"`);
+    }
+  } catch (err) {
+    if (err instanceof UsageError) {
+      writeLine(io.stderr, `error: ${err.message}\n${USAGE}`);
+      return 2;
+    }
+    const code = (err as { code?: unknown }).code;
+    writeLine(io.stderr, `error${typeof code === 'string' ? ` (${code})` : ''}: ${(err as Error).message}`);
+    return 1;
+  } finally {
+    await provider.dispose();
+  }
+}

@@ -1,0 +1,73 @@
+// `sandbox-sessions kruntimes …` in-process against the cluster SIMULATOR: contexts, create,
+// exec, close with Drain, artifacts, delete — and usage errors as exit code 2.
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { PassThrough } from 'node:stream';
+import { runKruntimesCommand } from '../../../server/cli/kruntimes';
+import { type ClusterTarget, startClusterTarget, wantsRealCluster } from '../../fixtures/cluster/target';
+
+function capture() {
+  const stdout = new PassThrough();
+  const stderr = new PassThrough();
+  let out = '';
+  let err = '';
+  stdout.on('data', (d: Buffer) => (out += d.toString()));
+  stderr.on('data', (d: Buffer) => (err += d.toString()));
+  return { io: { stdout, stderr }, out: () => out, err: () => err };
+}
+
+describe('sandbox-sessions kruntimes CLI (cluster simulator)', function () {
+  this.timeout(120_000);
+  let target: ClusterTarget;
+  let env: NodeJS.ProcessEnv;
+  const cli = async (...argv: string[]) => {
+    const c = capture();
+    const code = await runKruntimesCommand([...argv, '--context', target.context, '--namespace', target.namespace], c.io, { env });
+    return { code, out: c.out(), err: c.err() };
+  };
+
+  before(async () => {
+    target = await startClusterTarget();
+    env = wantsRealCluster() ? { ...process.env } : { KUBECONFIG: target.kubeconfigPath, HOME: target.dir };
+  });
+  after(async () => {
+    await target?.stop();
+  });
+
+  it('contexts → create → exec → close (Drain) → artifacts → delete', async () => {
+    const contexts = await cli('contexts', '--json');
+    assert.equal(contexts.code, 0, contexts.err);
+    assert.ok((JSON.parse(contexts.out) as Array<{ name: string }>).some((c) => c.name === target.context));
+
+    const created = await cli('create', '--runtime', target.runtime, '--name', 'cli-sbx', '--env', 'GREETING=hello', '--json');
+    assert.equal(created.code, 0, created.err);
+    assert.equal(JSON.parse(created.out).phase, 'Ready');
+
+    const exec = await cli('exec', 'cli-sbx', '--', 'sh', '-c', 'printf "$GREETING" > "$KRUNTIME_ARTIFACTS_DIR/greeting.txt"; printf "$GREETING"; exit 3');
+    assert.equal(exec.code, 1, 'a failing command exits 1');
+    assert.equal(exec.out, 'hello');
+
+    const closed = await cli('close', 'cli-sbx', '--json');
+    assert.equal(closed.code, 0, closed.err);
+    assert.equal(JSON.parse(closed.out).phase, 'Succeeded');
+
+    const output = path.join(target.dir, 'cli-artifacts');
+    const artifacts = await cli('artifacts', 'cli-sbx', '--output', output, '--json');
+    assert.equal(artifacts.code, 0, artifacts.err);
+    assert.equal(fs.readFileSync(path.join(output, 'greeting.txt'), 'utf8'), 'hello');
+
+    assert.equal((await cli('delete', 'cli-sbx')).code, 0);
+    const list = await cli('list', '--json');
+    assert.ok(!(JSON.parse(list.out) as Array<{ ref: { name: string } }>).some((s) => s.ref.name === 'cli-sbx'));
+  });
+
+  it('usage errors exit 2 and say what is missing; a missing sandbox exits 1 with its code', async () => {
+    const noRuntime = await cli('create');
+    assert.equal(noRuntime.code, 2);
+    assert.match(noRuntime.err, /--runtime/);
+    const missing = await cli('get', 'nope');
+    assert.equal(missing.code, 1);
+    assert.match(missing.err, /sandbox_not_found/);
+  });
+});
