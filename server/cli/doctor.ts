@@ -1,10 +1,14 @@
 // `sandbox-sessions doctor`: what works on this machine and, when something does not, why
-// and what to do — the state directory, the local gateway daemon, and each sandbox backend
-// with its declared isolation (probed for real, e.g. bwrap must create namespaces).
+// and what to do — the state directory, the local gateway daemon, kruntimes (the kubeconfig and
+// its current context), and each sandbox backend with its declared isolation (probed for real,
+// e.g. bwrap must create namespaces).
 import fs from 'node:fs/promises';
 import { defaultBackends } from '../local/backends';
 import { defaultStateDir } from '../local/stateRoot';
 import { findGateway } from '../gateway/daemonClient';
+import { PassThrough } from 'node:stream';
+import { createLogger } from '../log';
+import { KruntimesSandboxProvider } from '../sandboxes/kruntimes/kruntimesProvider';
 import { bool, flag, parseArgs, writeLine } from './args';
 import type { CommandIo as CliIo } from './io';
 
@@ -31,6 +35,22 @@ async function checkStateDir(stateDir: string): Promise<DoctorCheck> {
   }
 }
 
+/** kruntimes is optional: without a kubeconfig only local sandboxes exist (not a failure). */
+async function checkKruntimes(): Promise<DoctorCheck> {
+  const provider = new KruntimesSandboxProvider({ log: createLogger(new PassThrough(), 'error') });
+  try {
+    const info = await provider.info();
+    const current = info.contexts.find((c) => c.current);
+    if (info.contexts.length === 0) return { name: 'kruntimes', ok: false, detail: info.reason ?? 'no kubeconfig' };
+    const where = `${info.label}, current context ${current?.name ?? 'none'}`;
+    return info.available
+      ? { name: 'kruntimes', ok: true, detail: `${where}; Runtimes: ${info.runtimes.map((r) => r.name).join(', ') || 'none in its namespace'}` }
+      : { name: 'kruntimes', ok: false, detail: `${where}: ${info.reason ?? 'unavailable'}` };
+  } finally {
+    await provider.dispose();
+  }
+}
+
 export async function doctorChecks(stateDir: string): Promise<DoctorCheck[]> {
   const checks: DoctorCheck[] = [
     { name: 'node', ok: true, detail: `${process.version} at ${process.execPath}` },
@@ -42,6 +62,7 @@ export async function doctorChecks(stateDir: string): Promise<DoctorCheck[]> {
     ok: true,
     detail: gw ? `running at ${gw.url} (pid ${gw.pid})` : 'not running (it starts on demand; or run `sandbox-sessions gateway --detach`)',
   });
+  checks.push(await checkKruntimes());
   for (const backend of defaultBackends().values()) {
     const probe = await backend.probe();
     checks.push({
@@ -70,5 +91,6 @@ export async function runDoctorCommand(argv: string[], io: CliIo): Promise<numbe
   if (bool(args, 'json')) writeLine(io.stdout, JSON.stringify({ checks }));
   else for (const c of checks) writeLine(io.stdout, `${c.ok ? 'ok  ' : 'FAIL'}  ${c.name}: ${c.detail}`);
   const anyBackend = checks.some((c) => c.name.startsWith('backend ') && c.ok);
-  return checks.every((c) => c.ok || c.name.startsWith('backend ')) && anyBackend ? 0 : 1;
+  const optional = (c: DoctorCheck) => c.name.startsWith('backend ') || c.name === 'kruntimes';
+  return checks.every((c) => c.ok || optional(c)) && anyBackend ? 0 : 1;
 }
