@@ -26,20 +26,49 @@ export const SandboxRefSchema = z.object({
 });
 export type SandboxRef = z.infer<typeof SandboxRefSchema>;
 
-/** A stable key for a sandbox (used as the `sandbox:` URI authority): provider, context, namespace, name. */
+/**
+ * A stable key for a sandbox (used as the `sandbox:` URI authority): provider, context, namespace,
+ * name joined by `.`. Inside a part every byte other than `a-z 0-9 -` is written `~XX` (hex of
+ * its UTF-8), so a key survives URI authorities — which VS Code percent-decodes and may fold to
+ * lower case — and parts holding dots (kubeconfig contexts often do) stay separable.
+ */
 export function sandboxKey(ref: SandboxRef): string {
-  return [ref.provider, ref.context, ref.namespace, ref.name].map(encodeURIComponent).join('.');
+  return [ref.provider, ref.context, ref.namespace, ref.name].map(escapeKeyPart).join('.');
+}
+
+function escapeKeyPart(part: string): string {
+  let out = '';
+  for (const byte of new TextEncoder().encode(part)) {
+    const c = String.fromCharCode(byte);
+    out += /[a-z0-9-]/.test(c) ? c : `~${byte.toString(16).toUpperCase().padStart(2, '0')}`;
+  }
+  return out;
+}
+
+function unescapeKeyPart(part: string): string | undefined {
+  if (!/^(?:[a-z0-9-]|~[0-9A-Fa-f]{2})*$/.test(part)) return undefined;
+  const bytes: number[] = [];
+  for (let i = 0; i < part.length; ) {
+    if (part[i] === '~') {
+      bytes.push(parseInt(part.slice(i + 1, i + 3), 16));
+      i += 3;
+    } else {
+      bytes.push(part.charCodeAt(i));
+      i += 1;
+    }
+  }
+  try {
+    return new TextDecoder('utf-8', { fatal: true }).decode(new Uint8Array(bytes));
+  } catch {
+    return undefined; // not UTF-8
+  }
 }
 
 export function parseSandboxKey(key: string): SandboxRef | undefined {
   const parts = key.split('.');
   if (parts.length !== 4) return undefined;
-  let decoded: string[];
-  try {
-    decoded = parts.map(decodeURIComponent);
-  } catch {
-    return undefined;
-  }
+  const decoded = parts.map(unescapeKeyPart);
+  if (decoded.some((p) => p === undefined)) return undefined;
   const [provider, context, namespace, name] = decoded;
   const parsed = SandboxRefSchema.safeParse({ provider, context, namespace, name });
   return parsed.success ? parsed.data : undefined;
