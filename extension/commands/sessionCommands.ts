@@ -12,7 +12,8 @@ import { type CompanionClient, CompanionRequestError } from '../companion/compan
 import type { SandboxRegistry } from '../sandboxes/registry';
 import { createSandboxResolver, type SandboxTarget } from '../sandboxes/sandboxPicker';
 import type { SessionTreeNode, SessionTreeProvider } from '../views/sessionTree';
-import type { OpenOptions } from './sandboxCommands';
+import { NewSandboxRefusal, resolveNewSandboxTarget, type NewSandboxArgs } from './newSandboxTarget';
+import type { SandboxCreateSpec } from '../../protocol/sandboxes';
 
 export interface SessionCommandDeps {
   companion: CompanionClient;
@@ -119,15 +120,36 @@ export function registerSessionCommands(deps: SessionCommandDeps): vscode.Dispos
     }
   };
 
-  const openRevision = async (target: RevisionTarget, options: { runtime?: string; open?: OpenOptions | false } = {}) => {
+  /**
+   * Where a fresh sandbox for a revision or an activation goes: what the caller named (provider
+   * default local), else — when only local sandboxes are possible — a local `process` one, else
+   * picked like New Sandbox (provider, context, namespace, Runtime).
+   */
+  const freshSandboxSpec = async (where: Omit<NewSandboxArgs, 'name' | 'open'>): Promise<SandboxCreateSpec | undefined> => {
+    const named = where.provider !== undefined || where.runtime !== undefined;
+    const { providers } = await companion.request('providers/list', {});
+    if (!named && !providers.some((p) => p.kind !== 'local' && p.available)) return { provider: 'local', runtime: 'process', namespace: 'default' };
+    try {
+      const target = await resolveNewSandboxTarget(providers, named ? { provider: 'local', ...where } : {});
+      if (!target) return undefined;
+      return { provider: target.provider.kind, namespace: target.namespace, runtime: target.runtime, ...(target.context ? { context: target.context } : {}) };
+    } catch (err) {
+      if (err instanceof NewSandboxRefusal) void vscode.window.showErrorMessage(err.message);
+      return undefined;
+    }
+  };
+
+  const openRevision = async (target: RevisionTarget, options: Omit<NewSandboxArgs, 'name'> = {}) => {
     const picked = await pickRevision(target);
     if (!picked) return undefined;
-    const runtime = options.runtime ?? 'process';
+    const { open: _open, ...where } = options;
+    const sandbox = await freshSandboxSpec(where);
+    if (!sandbox) return undefined;
     try {
       const result = await withProgress(`Opening ${picked.sessionId}${picked.revision ? `@${picked.revision}` : ''} in a new sandbox`, (report, token) =>
         companion.request(
           'sessions/openInSandbox',
-          { sessionId: picked.sessionId, ...(picked.revision ? { revision: picked.revision } : {}), sandbox: { provider: 'local', runtime, namespace: 'default' } },
+          { sessionId: picked.sessionId, ...(picked.revision ? { revision: picked.revision } : {}), sandbox },
           { token, onProgress: (v) => v.message && report(v.message) },
         ),
       );
@@ -259,7 +281,10 @@ export function registerSessionCommands(deps: SessionCommandDeps): vscode.Dispos
   };
 
   const activationLog = vscode.window.createOutputChannel('Sandbox Sessions: Activations');
-  const runActivation = async (target: RevisionTarget | string, options: { message?: string; activationId?: string; runtime?: string } = {}) => {
+  const runActivation = async (
+    target: RevisionTarget | string,
+    options: { message?: string; activationId?: string } & Omit<NewSandboxArgs, 'name' | 'open'> = {},
+  ) => {
     const sessionId =
       typeof target === 'string'
         ? target
@@ -271,6 +296,9 @@ export function registerSessionCommands(deps: SessionCommandDeps): vscode.Dispos
     if (!sessionId) return undefined;
     const text = options.message ?? (await vscode.window.showInputBox({ prompt: `Message for the agent of ${sessionId}` }));
     if (!text) return undefined;
+    const { message: _message, activationId: _id, ...where } = options;
+    const sandbox = await freshSandboxSpec(where);
+    if (!sandbox) return undefined;
     const activationId = options.activationId ?? randomUUID();
     activationLog.show(true);
     activationLog.appendLine(`▶ ${sessionId} · activation ${activationId} — events are provisional until the commit`);
@@ -284,7 +312,7 @@ export function registerSessionCommands(deps: SessionCommandDeps): vscode.Dispos
       const result = await withProgress(`Running an activation of ${sessionId}`, (report, token) =>
         companion.request(
           'activations/run',
-          { sessionId, activationId, stimulus: { type: 'message', payload: { text } }, sandbox: { provider: 'local', runtime: options.runtime ?? 'process', namespace: 'default' } },
+          { sessionId, activationId, stimulus: { type: 'message', payload: { text } }, sandbox },
           { token, onProgress: (v) => v.message && report(v.message) },
         ),
       );

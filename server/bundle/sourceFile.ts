@@ -1,69 +1,68 @@
-// Reading one source file for pack, in 64 KiB chunks (the chunk sizes Maka feeds its encoder), checking after
-// the read that the inode still has the scan's fingerprint (a replaced file or a write while we read both show)
-// and that exactly the scanned number of bytes came back.
-// Small files are read with synchronous calls into one reused buffer: for thousands of small files the per-call
-// cost of the promise API (measured ~3× the CPU of open/read/fstat/close themselves) and the garbage of a fresh
-// buffer per read dominated packing, while one small read from the page cache blocks the event loop for well under
-// a millisecond. Big files are streamed asynchronously. Chunks handed out are views valid until the next chunk.
-import { closeSync, constants, fstatSync, openSync, promises as fsp, readSync, type BigIntStats } from 'node:fs';
+// Reading one source file for pack with synchronous calls straight into the caller's buffer, then checking that
+// the inode still has the scan's fingerprint (a replaced file or a write while we read both show) and that exactly
+// the scanned number of bytes came back.
+// Why synchronous: for thousands of small files the per-call cost of the promise API (measured ~3× the CPU of
+// open/read/fstat/close themselves) and a thread-pool round trip per call dominated packing, while one read from
+// the page cache blocks the event loop for well under a millisecond. Callers read at most READ_PIECE bytes per
+// call and yield to the event loop between pieces, so a big file never blocks it for long either.
+import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
 import { SessionBundleError } from './errors';
-import { fingerprintOf, READ_CHUNK, sameFingerprint } from './fsx';
+import { fingerprintOf, sameFingerprint, type Fingerprint } from './fsx';
 import type { SourceEntry } from './sourceTree';
 
-export const SYNC_READ_MAX_BYTES = 1024 * 1024;
-const scratch = Buffer.allocUnsafe(READ_CHUNK);
+/** The most one read call asks for. */
+export const READ_PIECE = 1024 * 1024;
+const OPEN_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW;
 
-export function sourceChanged(entry: SourceEntry, what = ''): SessionBundleError {
+export function sourceChanged(entry: { archivePath: string }, what = ''): SessionBundleError {
   return new SessionBundleError('source_changed', `source changed while packing: ${JSON.stringify(entry.archivePath)}${what === '' ? '' : ` ${what}`}`, { operation: 'pack' });
 }
 
-/** Size of the next read: up to 64 KiB, one byte past the expected end so that growth shows. */
-function nextReadSize(entry: SourceEntry, position: number): number {
-  return Math.min(READ_CHUNK, Math.max(entry.size - position, 0) + 1);
+/** The scan's verdict on a finished read: exactly `size` bytes and an unchanged inode, else `source_changed`. */
+export function checkSourceRead(entry: SourceEntry, bytesRead: number, after: Fingerprint): void {
+  if (bytesRead !== entry.size) throw sourceChanged(entry, bytesRead > entry.size ? 'grew' : 'shrank');
+  if (!sameFingerprint(after, entry.fingerprint)) throw sourceChanged(entry);
 }
 
-function checkAfterRead(entry: SourceEntry, position: number, st: BigIntStats): void {
-  if (position !== entry.size) throw sourceChanged(entry, position > entry.size ? 'grew' : 'shrank');
-  if (!sameFingerprint(fingerprintOf(st), entry.fingerprint)) throw sourceChanged(entry);
-}
+/**
+ * One source file, read front to back: `read` fills part of a caller's buffer, `finish` verifies and closes, `close`
+ * only closes (idempotent; for error paths). Reads ask for one byte more than remains when there is room, so that a
+ * file that grew shows at once; `finish` compares the inode's fingerprint, which catches any other change.
+ */
+export class SourceFileReader {
+  private fd: number | undefined;
+  position = 0;
 
-function* readSmallFileSync(entry: SourceEntry): Generator<Buffer> {
-  const fd = openSync(entry.sourcePath, constants.O_RDONLY | constants.O_NOFOLLOW);
-  try {
-    let position = 0;
-    while (position <= entry.size) {
-      const bytesRead = readSync(fd, scratch, 0, nextReadSize(entry, position), position);
-      if (bytesRead === 0) break;
-      position += bytesRead;
-      if (position > entry.size) break;
-      yield scratch.subarray(0, bytesRead);
+  constructor(readonly entry: SourceEntry) {
+    this.fd = openSync(entry.sourcePath, OPEN_FLAGS);
+  }
+
+  get remaining(): number {
+    return this.entry.size - this.position;
+  }
+
+  /** Read up to `room` (≥ 1) bytes at `offset`; returns how many belong to the file (> 0 while `remaining` > 0). */
+  read(buffer: Buffer, offset: number, room: number): number {
+    const remaining = this.remaining;
+    const n = readSync(this.fd as number, buffer, offset, Math.min(room, READ_PIECE, remaining + 1), this.position);
+    if (n > remaining) throw sourceChanged(this.entry, 'grew');
+    if (n === 0 && remaining > 0) throw sourceChanged(this.entry, 'shrank');
+    this.position += n;
+    return n;
+  }
+
+  finish(): void {
+    try {
+      checkSourceRead(this.entry, this.position, fingerprintOf(fstatSync(this.fd as number, { bigint: true })));
+    } finally {
+      this.close();
     }
-    checkAfterRead(entry, position, fstatSync(fd, { bigint: true }));
-  } finally {
+  }
+
+  close(): void {
+    if (this.fd === undefined) return;
+    const fd = this.fd;
+    this.fd = undefined;
     closeSync(fd);
   }
-}
-
-async function* streamBigFile(entry: SourceEntry): AsyncGenerator<Buffer> {
-  const handle = await fsp.open(entry.sourcePath, constants.O_RDONLY | constants.O_NOFOLLOW);
-  try {
-    let position = 0;
-    while (position <= entry.size) {
-      const buffer = Buffer.allocUnsafe(nextReadSize(entry, position));
-      const { bytesRead } = await handle.read(buffer, 0, buffer.length, position);
-      if (bytesRead === 0) break;
-      position += bytesRead;
-      if (position > entry.size) break;
-      yield buffer.subarray(0, bytesRead);
-    }
-    checkAfterRead(entry, position, await handle.stat({ bigint: true }));
-  } finally {
-    await handle.close();
-  }
-}
-
-/** The file's content as 64 KiB chunks, verified against the scan; each chunk is valid until the next one. */
-export async function* readSourceFile(entry: SourceEntry): AsyncGenerator<Buffer> {
-  if (entry.size <= SYNC_READ_MAX_BYTES) yield* readSmallFileSync(entry);
-  else yield* streamBigFile(entry);
 }

@@ -48,12 +48,25 @@ describe('sessions', () => {
     const opened = await vscode.commands.executeCommand<{ sandbox: SandboxSummary }>(
       'sandboxSessions.openRevisionInSandbox',
       { sessionId: 'it-demo', revision: 'r1' },
-      { open: false },
+      { provider: 'local', runtime: 'process', open: false },
     );
     assert.notEqual(opened.sandbox.key, sandbox.key);
     assert.equal(new TextDecoder().decode(await vscode.workspace.fs.readFile(sandboxUri(opened.sandbox.key, 'README.md'))), 'first\n');
     const names = (await vscode.workspace.fs.readDirectory(sandboxUri(opened.sandbox.key, ''))).map(([n]) => n).sort();
     assert.deepEqual(names, ['README.md'], 'node_modules was never saved');
+  });
+
+  it('opens r2 in a new kruntimes sandbox (the cluster simulator) with r2 content', async () => {
+    const opened = await vscode.commands.executeCommand<{ sandbox: SandboxSummary }>(
+      'sandboxSessions.openRevisionInSandbox',
+      { sessionId: 'it-demo', revision: 'r2' },
+      { provider: 'kruntimes', context: 'simulator', namespace: 'default', runtime: 'bash', open: false },
+    );
+    assert.equal(opened.sandbox.ref.provider, 'kruntimes');
+    assert.equal(opened.sandbox.phase, 'Ready');
+    assert.equal(new TextDecoder().decode(await vscode.workspace.fs.readFile(sandboxUri(opened.sandbox.key, 'README.md'))), 'second\n');
+    const closed = await vscode.commands.executeCommand<SandboxSummary | undefined>('sandboxSessions.closeSandbox', opened.sandbox.key);
+    assert.equal(closed?.phase, 'Succeeded');
   });
 
   it('exports r1 as a bundle, inspects it and hydrates it to a folder', async () => {
@@ -106,7 +119,7 @@ describe('sessions', () => {
     const result = await vscode.commands.executeCommand<{ commit: string; revision?: string; outcome?: { status: string } }>(
       'sandboxSessions.runActivation',
       'it-agent',
-      { message: 'hello from VS Code' },
+      { message: 'hello from VS Code', provider: 'local', runtime: 'process' },
     );
     assert.equal(result.commit, 'committed', JSON.stringify(result));
     assert.equal(result.revision, 'r1');
