@@ -82,8 +82,31 @@ describe('kruntimes provider: session Run lifecycle (cluster simulator)', functi
     assert.equal(path.basename(dir.path), 'bundle.tar.gz');
     assert.equal(fs.readFileSync(path.join(dir.unpackedTo, 'sub/n.txt'), 'utf8'), 'nested');
 
+    // The exported file goes into a new Run as an artifactInput, materialized before Ready.
+    const reportRef = done.artifacts?.find((x) => x.name === 'report.txt');
+    assert.ok(reportRef);
+    const next = await provider.create(spec({ artifactInputs: [{ ref: reportRef, path: 'inputs/report.txt' }] }), { waitForReady: true });
+    const nextGw = client(await provider.open(next.ref));
+    try {
+      assert.equal((await nextGw.read('inputs/report.txt')).contents.toString(), 'report');
+    } finally {
+      await nextGw.close();
+    }
+    await provider.terminate(next.ref, 'Immediate', { wait: true });
+    await provider.delete(next.ref);
+
     await provider.delete(sandbox.ref);
     await assert.rejects(provider.get(sandbox.ref), (e: unknown) => e instanceof SandboxError && e.code === 'sandbox_not_found');
+  });
+
+  it('a missing artifactInput fails the Run before Ready with `open artifact input`', async () => {
+    const missing = { name: 'gone.txt', driver: 'filesystem', type: 'file', location: { filesystem: { path: `namespaces/${target.namespace}/runs/none/gone.txt` } }, sizeBytes: 1, digest: `sha256:${'0'.repeat(64)}` };
+    await assert.rejects(provider.create(spec({ artifactInputs: [{ ref: missing, path: 'in/gone.txt' }] }), { waitForReady: true }), (e: unknown) => {
+      assert.ok(e instanceof SandboxError);
+      assert.equal(e.code, 'run_state');
+      assert.match(e.message, /became terminal before it was ready: .* is Failed \(.*open artifact input gone\.txt/);
+      return true;
+    });
   });
 
   it('Immediate → Cancelled; the Console then answers 409 `Session Run is Cancelled, not Ready` (golden 24)', async () => {
