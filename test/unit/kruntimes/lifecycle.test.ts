@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { GatewayClient } from '../../../protocol/kruntimes/gatewayClient';
 import { GatewayError } from '../../../protocol/kruntimes/gatewayErrors';
-import { RunStateError, TERMINATION_MONOTONIC_MESSAGE } from '../../../protocol/kruntimes/run';
+import { type ArtifactRef, RunStateError, TERMINATION_MONOTONIC_MESSAGE } from '../../../protocol/kruntimes/run';
 import type { SandboxConnection, SandboxCreateSpec, SandboxRef } from '../../../protocol/sandboxes';
 import type { KruntimesSandboxProvider } from '../../../server/sandboxes/kruntimes/kruntimesProvider';
 import { SandboxError } from '../../../server/sandboxes/provider';
@@ -100,7 +100,7 @@ describe('kruntimes provider: session Run lifecycle (cluster simulator)', functi
   });
 
   it('a missing artifactInput fails the Run before Ready with `open artifact input`', async () => {
-    const missing = { name: 'gone.txt', driver: 'filesystem', type: 'file', location: { filesystem: { path: `namespaces/${target.namespace}/runs/none/gone.txt` } }, sizeBytes: 1, digest: `sha256:${'0'.repeat(64)}` };
+    const missing: ArtifactRef = { name: 'gone.txt', driver: 'filesystem', type: 'file', location: { filesystem: { path: `namespaces/${target.namespace}/runs/none/gone.txt` } }, sizeBytes: 1, digest: `sha256:${'0'.repeat(64)}` };
     await assert.rejects(provider.create(spec({ artifactInputs: [{ ref: missing, path: 'in/gone.txt' }] }), { waitForReady: true }), (e: unknown) => {
       assert.ok(e instanceof SandboxError);
       assert.equal(e.code, 'run_state');
