@@ -249,6 +249,27 @@ describe('kruntimes provider: access, refusals and watches (cluster simulator)',
     await provider.delete(sandbox.ref);
   });
 
+  it('the provider’s watch reports every phase of the sandboxes in a namespace it listed, and their removal', async () => {
+    const own = target.provider();
+    const seen: string[] = [];
+    const stop = own.watch((change) => seen.push(`${change.sandbox.ref.name}:${change.removed ? 'removed' : (change.sandbox.phase ?? 'Pending')}`));
+    try {
+      await own.list({ context: target.context, namespace: target.namespace });
+      const sandbox = await provider.create(spec({ name: 'watched-sbx' }), { waitForReady: true });
+      await provider.terminate(sandbox.ref, 'Drain', { wait: true });
+      await provider.delete(sandbox.ref);
+      const deadline = Date.now() + 10_000;
+      while (!seen.includes('watched-sbx:removed') && Date.now() < deadline) await sleep(50);
+      const mine = seen.filter((e) => e.startsWith('watched-sbx:')).map((e) => e.slice('watched-sbx:'.length));
+      const order = mine.filter((p, i) => mine.indexOf(p) === i);
+      for (const phase of ['Ready', 'Finalizing', 'Succeeded', 'removed']) assert.ok(order.includes(phase), `saw ${order.join(' → ')}`);
+      assert.ok(order.indexOf('Ready') < order.indexOf('Finalizing') && order.indexOf('Finalizing') < order.indexOf('Succeeded') && order.indexOf('Succeeded') < order.indexOf('removed'), order.join(' → '));
+    } finally {
+      stop();
+      await own.dispose();
+    }
+  });
+
   it('no kubeconfig at all: the provider is unavailable and says how to configure one', async () => {
     const none = target.provider({ HOME: path.join(target.dir, 'nohome') });
     const info = await none.info();
