@@ -27,7 +27,7 @@ import { summarizeRun } from '../summary';
 import { downloadArtifacts } from './artifactDownload';
 import { ClusterApi } from './clusterApi';
 import { reachEndpoint } from './endpointAccess';
-import { bearerToken, configForContext, contextNamespace, loadKubeConfig, type LoadedKubeConfig } from './kubeconfig';
+import { bearerToken, configForContext, contextNamespace, kubeconfigStamp, loadKubeConfig, type LoadedKubeConfig } from './kubeconfig';
 import { pickReadyPod, PortForwarder } from './portForwarder';
 import { RunWatch } from './runWatch';
 
@@ -45,6 +45,7 @@ interface ContextClients {
 export class KruntimesSandboxProvider implements SandboxProvider {
   readonly kind = 'kruntimes' as const;
   private loaded: LoadedKubeConfig | undefined;
+  private loadedStamp: string | undefined;
   private readonly clients = new Map<string, ContextClients>();
   private readonly forwarders = new Map<string, Promise<PortForwarder>>();
   private readonly watches = new Map<string, RunWatch>();
@@ -61,7 +62,14 @@ export class KruntimesSandboxProvider implements SandboxProvider {
   }
 
   private kubeconfig(): LoadedKubeConfig {
-    this.loaded ??= loadKubeConfig(this.options.env ?? process.env);
+    const env = this.options.env ?? process.env;
+    const stamp = kubeconfigStamp(env);
+    if (stamp !== this.loadedStamp) {
+      // First use, or the files changed (a context added, a token refreshed): read them again.
+      this.loaded = loadKubeConfig(env);
+      this.loadedStamp = stamp;
+      this.clients.clear();
+    }
     if (!this.loaded) {
       throw new SandboxError('provider_unavailable', 'no kubeconfig found: set KUBECONFIG or create ~/.kube/config (or run inside a cluster) to use kruntimes sandboxes');
     }

@@ -23,10 +23,24 @@ export class KubeConfigError extends Error {
 
 const IN_CLUSTER_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
 
+function kubeconfigFiles(env: NodeJS.ProcessEnv): string[] {
+  const list = (env.KUBECONFIG ?? '').split(path.delimiter).filter((f) => f !== '');
+  return list.length > 0 ? list : [path.join(env.HOME ?? os.homedir(), '.kube', 'config')];
+}
+
+/** What the kubeconfig files look like now (paths, sizes, mtimes): a change means "read them again", as kubectl would. */
+export function kubeconfigStamp(env: NodeJS.ProcessEnv = process.env): string {
+  return kubeconfigFiles(env)
+    .map((f) => {
+      const st = fs.statSync(f, { throwIfNoEntry: false });
+      return st ? `${f}:${st.size}:${st.mtimeMs}` : `${f}:-`;
+    })
+    .join('|');
+}
+
 /** Loads the kubeconfig the environment names; undefined when there is none at all. */
 export function loadKubeConfig(env: NodeJS.ProcessEnv = process.env): LoadedKubeConfig | undefined {
-  const list = (env.KUBECONFIG ?? '').split(path.delimiter).filter((f) => f !== '');
-  const files = list.length > 0 ? list.filter((f) => fs.existsSync(f)) : [path.join(env.HOME ?? os.homedir(), '.kube', 'config')].filter((f) => fs.existsSync(f));
+  const files = kubeconfigFiles(env).filter((f) => fs.existsSync(f));
   if (files.length > 0) {
     const config = new KubeConfig();
     try {

@@ -234,6 +234,13 @@ describe('kruntimes provider: access, refusals and watches (cluster simulator)',
     assert.deepEqual(info.contexts.find((c) => c.name === 'far-away')?.namespaces, ['team'], 'an unreachable cluster falls back to its context namespace');
     assert.deepEqual(info.runtimes.map((r) => r.name), ['bash'], 'the first file sets the current context');
 
+    // A context added to a file later shows up without restarting (kubectl reads the files each time).
+    const grown = JSON.parse(fs.readFileSync(extra, 'utf8')) as { contexts: Array<{ name: string; context: Record<string, string> }> };
+    grown.contexts.push({ name: 'far-later', context: { cluster: 'far', user: 'far' } });
+    fs.writeFileSync(extra, JSON.stringify(grown));
+    fs.utimesSync(extra, new Date(), new Date(Date.now() + 5000));
+    assert.ok((await listed.info()).contexts.some((c) => c.name === 'far-later'));
+
     const viaExec = await listed.list({ context: 'simulator-exec', namespace: target.namespace });
     assert.ok(Array.isArray(viaExec));
     const sandbox = await provider.create(spec(), { waitForReady: true });
