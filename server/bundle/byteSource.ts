@@ -1,6 +1,8 @@
 // Exact-length reads over an async stream of chunks, without ever holding more than one chunk plus one
 // 512-byte block: what the tar reader needs to stay bounded in memory. Counts every byte it pulls so the
 // decompressed-tar quota is enforced on the decoder's output as it arrives.
+// Views returned (by readExact when the bytes lie in one chunk, and by readSlices) are only valid until the next
+// read: the reading worker refills a chunk's shared slot as soon as the next chunk is requested.
 import { SessionBundleError } from './errors';
 
 export class ByteSource {

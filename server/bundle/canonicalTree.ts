@@ -30,15 +30,22 @@ export function encodeTreeHeader(entryCount: number): Buffer {
   return out;
 }
 
+/** Write one record into `target` (which must have room: 47 bytes plus the path) and return its length. */
+function writeTreeRecord(entry: TreeEntryHeader, digest: Uint8Array | undefined, path: Buffer, target: Buffer): number {
+  let o = target.writeUInt8(entry.kind === 'directory' ? 0x01 : 0x02, 0);
+  o = target.writeUInt32BE(path.length, o);
+  o += path.copy(target, o);
+  o = target.writeUInt16BE(entry.mode, o);
+  o = target.writeBigUInt64BE(BigInt(entry.size), o);
+  if (entry.kind === 'directory' || digest === undefined) ZERO_DIGEST.copy(target, o);
+  else target.set(digest.subarray(0, 32), o);
+  return o + 32;
+}
+
 export function encodeTreeRecord(entry: TreeEntry): Buffer {
   const path = Buffer.from(entry.path, 'utf8');
   const out = Buffer.alloc(1 + 4 + path.length + 2 + 8 + 32);
-  let o = out.writeUInt8(entry.kind === 'directory' ? 0x01 : 0x02, 0);
-  o = out.writeUInt32BE(path.length, o);
-  o += path.copy(out, o);
-  o = out.writeUInt16BE(entry.mode, o);
-  o = out.writeBigUInt64BE(BigInt(entry.size), o);
-  Buffer.from(entry.kind === 'directory' ? ZERO_DIGEST : (entry.digest ?? ZERO_DIGEST)).copy(out, o);
+  writeTreeRecord(entry, entry.digest, path, out);
   return out;
 }
 
@@ -54,8 +61,9 @@ interface OpenDirectory {
 export class CanonicalTreeBuilder {
   private readonly hash: Hash = createHash('sha256');
   private readonly stack: OpenDirectory[] = [];
-  private previous: string | undefined;
-  private pending: TreeEntryHeader | undefined;
+  private previous: Buffer | undefined;
+  private pending: { header: TreeEntryHeader; path: Buffer } | undefined;
+  private scratch = Buffer.allocUnsafe(1024);
   private failed = false;
   private count = 0;
   private bytes = 0;
@@ -76,20 +84,24 @@ export class CanonicalTreeBuilder {
   begin(header: TreeEntryHeader): void {
     this.guard(() => {
       if (this.pending !== undefined) throw new SessionBundleError('integrity_mismatch', 'integrity mismatch: previous entry not completed');
-      this.checkLayout(header);
-      this.pending = header;
+      const path = Buffer.from(header.path, 'utf8');
+      this.checkLayout(header, path);
+      this.pending = { header, path };
     });
   }
 
   complete(digest?: Uint8Array): void {
     this.guard(() => {
-      const entry = this.pending;
-      if (entry === undefined) throw new SessionBundleError('integrity_mismatch', 'integrity mismatch: no entry to complete');
+      const pending = this.pending;
+      if (pending === undefined) throw new SessionBundleError('integrity_mismatch', 'integrity mismatch: no entry to complete');
+      const entry = pending.header;
       if (entry.kind === 'file' && (digest === undefined || digest.length !== 32)) {
         throw new SessionBundleError('integrity_mismatch', 'integrity mismatch: file digest must be 32 bytes');
       }
       this.pending = undefined;
-      this.hash.update(encodeTreeRecord({ ...entry, digest }));
+      const needed = 47 + pending.path.length;
+      if (this.scratch.length < needed) this.scratch = Buffer.allocUnsafe(needed);
+      this.hash.update(this.scratch.subarray(0, writeTreeRecord(entry, digest, pending.path, this.scratch)));
     });
   }
 
@@ -117,7 +129,7 @@ export class CanonicalTreeBuilder {
     }
   }
 
-  private checkLayout(entry: TreeEntryHeader): void {
+  private checkLayout(entry: TreeEntryHeader, path: Buffer): void {
     const segments = validateArchivePath(entry.path);
     if (entry.kind === 'directory' ? !entry.path.endsWith('/') : entry.path.endsWith('/')) {
       throw new SessionBundleError('unsupported_entry', 'unsupported entry: directory paths end with / and file paths do not');
@@ -131,11 +143,11 @@ export class CanonicalTreeBuilder {
     if (this.count + 1 > this.declaredEntryCount) {
       throw new SessionBundleError('integrity_mismatch', 'integrity mismatch: more entries than declared', { entryIndex: this.count });
     }
-    if (this.previous !== undefined && compareArchivePaths(this.previous, entry.path) >= 0) {
+    if (this.previous !== undefined && Buffer.compare(this.previous, path) >= 0) {
       throw new SessionBundleError('unsafe_path', 'unsafe archive path: duplicate or out-of-order entry');
     }
     this.checkParent(entry, segments);
-    this.previous = entry.path;
+    this.previous = path;
     this.count += 1;
     if (entry.kind === 'file') this.bytes += entry.size;
   }

@@ -1,8 +1,7 @@
 // Small file-system helpers the codec shares: inode fingerprints (to notice a source that changes under us),
-// directory fsync, and a bounded-memory file hash. Nothing here knows the bundle format.
-import { createHash } from 'node:crypto';
+// directory fsync, full writes and a bounded file reader. Nothing here knows the bundle format.
 import { constants, promises as fsp, writeSync, type BigIntStats } from 'node:fs';
-import { Readable, Writable } from 'node:stream';
+import { Readable } from 'node:stream';
 
 export const READ_CHUNK = 64 * 1024;
 
@@ -47,40 +46,6 @@ export async function fsyncDirectory(path: string): Promise<void> {
   } finally {
     await handle.close();
   }
-}
-
-/** SHA-256 of an open file from offset 0, reading 64 KiB at a time; returns the digest and the byte count. */
-export async function hashOpenFile(handle: fsp.FileHandle, onBytes?: (n: number) => void): Promise<{ digest: Buffer; bytes: number }> {
-  const hash = createHash('sha256');
-  const buffer = Buffer.allocUnsafe(READ_CHUNK);
-  let position = 0;
-  while (true) {
-    const { bytesRead } = await handle.read(buffer, 0, READ_CHUNK, position);
-    if (bytesRead === 0) break;
-    hash.update(buffer.subarray(0, bytesRead));
-    position += bytesRead;
-    onBytes?.(bytesRead);
-  }
-  return { digest: hash.digest(), bytes: position };
-}
-
-/**
- * A Writable appending to an open FileHandle with synchronous writes (leaves the handle open). Page-cache writes
- * take microseconds, while each asynchronous call costs a thread-pool wake-up that, on small VMs, dominated
- * packing; FileHandle.createWriteStream with autoClose:false also keeps a reference that blocks close().
- */
-export function handleWriter(handle: fsp.FileHandle): Writable {
-  return new Writable({
-    highWaterMark: READ_CHUNK,
-    write(chunk: Buffer, _enc, done) {
-      try {
-        writeFullySync(handle.fd, chunk);
-        done();
-      } catch (err) {
-        done(err as Error);
-      }
-    },
-  });
 }
 
 export function writeFullySync(fd: number, chunk: Uint8Array): void {

@@ -1,9 +1,11 @@
 // pack: a state root, a workspace root and an opaque identity descriptor → one Session Bundle v1 file
 // (spec §1–8), deterministic to the byte, streamed with bounded memory, every quota enforced, published
 // without replacing anything, and refused when the source changes between scan and emit.
+// Two passes over the sources, because the manifest (first in the stream) carries the tree digest over every
+// file's SHA-256: (1) scan + hash, the hashing on worker threads for big trees and started while the scan goes on;
+// (2) write: re-read and re-hash each file into the tar batches, compress, hash and write the archive (see
+// tarStream.ts and archiveWriter.ts). docs/bundle.md has the design and the figures.
 import { createHash } from 'node:crypto';
-import { Readable, Transform } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import {
   SESSION_BUNDLE_CODEC_V1,
   isWellFormedUnicode,
@@ -13,16 +15,17 @@ import {
 } from '../../protocol/bundle';
 import { CanonicalTreeBuilder, STATE_IDENTITY_PATH, STATE_ROOT, WORKSPACE_ROOT } from './canonicalTree';
 import { toSessionBundleError } from './errors';
-import { ArchiveMeter } from './archiveMeter';
-import { handleWriter } from './fsx';
+import { ArchiveWriter, TAR_BATCH_BYTES, type ArchiveSink } from './archiveWriter';
 import { assertSessionBundleLimits, checkQuota } from './limits';
 import { encodeManifest, MANIFEST_PATH } from './manifest';
 import { pathDepth, utf8Length } from './pathLanguage';
 import { assertDestinationFree, createPackTemp, discardPackTemp, publishPackTemp, type PackTemp } from './publish';
 import type { BundleProgress } from './reader';
-import { assertDirectoriesUnchanged, scanRoot, sortEntries, type ScanState } from './sourceTree';
-import { coalesce, hashSourceFiles, tarBody, tarLength, TERMINATOR, type PackEntry } from './tarStream';
-import { createBundleZstdCompressor, StripTrailingEmptyFrame } from './zstdFrame';
+import { SourceHasher } from './sourceHasher';
+import { assertDirectoriesUnchanged, scanRoot, sortEntries, type ScanState, type SourceEntry } from './sourceTree';
+import { tarLength, writeTar, type PackEntry } from './tarStream';
+import { bundleTuning } from './tuning';
+import { WorkerArchiveWriter } from './workerArchiveWriter';
 
 export interface PackOptions {
   stateRoot: string;
@@ -58,7 +61,18 @@ export async function packSessionBundle(options: PackOptions): Promise<SessionBu
   const onProgress = options.onProgress;
 
   let temp: PackTemp | undefined;
+  let writer: ArchiveSink | undefined;
   let published = false;
+  let hashed = 0;
+  const hasher = new SourceHasher({
+    workers: bundleTuning.hashWorkers,
+    parallelMinBytes: bundleTuning.parallelHashMinBytes,
+    onBytes: (n) => {
+      hashed += n;
+      onProgress?.({ phase: 'hash', bytes: hashed, totalBytes: scan.payloadBytes });
+    },
+  });
+  const scan: ScanState = { entries: [], payloadBytes: identityBytes.length, entryCount: 0 };
   try {
     checkQuota(limits, 'maxStateIdentityBytes', identityBytes.length, 'pack');
     checkQuota(limits, 'maxFileBytes', identityBytes.length, 'pack');
@@ -68,18 +82,15 @@ export async function packSessionBundle(options: PackOptions): Promise<SessionBu
     }
     await assertDestinationFree(destination);
 
-    const scan: ScanState = { entries: [], payloadBytes: identityBytes.length, entryCount: 0 };
     checkQuota(limits, 'maxPayloadBytes', scan.payloadBytes, 'pack');
     scan.entryCount = 1;
     checkQuota(limits, 'maxEntryCount', scan.entryCount, 'pack');
-    await scanRoot(stateRoot, STATE_ROOT, limits, scan);
-    await scanRoot(workspaceRoot, WORKSPACE_ROOT, limits, scan);
+    const onEntry = (entry: SourceEntry): void => hasher.add(entry);
+    await scanRoot(stateRoot, STATE_ROOT, limits, scan, onEntry);
+    await scanRoot(workspaceRoot, WORKSPACE_ROOT, limits, scan, onEntry);
     sortEntries(scan.entries);
-    let hashed = 0;
-    await hashSourceFiles(scan.entries, (n) => {
-      hashed += n;
-      onProgress?.({ phase: 'hash', bytes: hashed, totalBytes: scan.payloadBytes });
-    });
+    await hasher.finish();
+    await hasher.close();
 
     const identity: PackEntry = {
       kind: 'identity',
@@ -109,36 +120,29 @@ export async function packSessionBundle(options: PackOptions): Promise<SessionBu
     checkQuota(limits, 'maxDecompressedTarBytes', decompressedTarBytes, 'pack');
 
     temp = await createPackTemp(destination);
-    const meter = new ArchiveMeter(limits, 'pack');
-    let written = 0;
-    const progress = new Transform({
-      transform(chunk: Buffer, _enc, done) {
-        written += chunk.length;
-        onProgress?.({ phase: 'write', bytes: written, totalBytes: decompressedTarBytes });
-        done(null, chunk);
-      },
-    });
-    await pipeline(
-      Readable.from(coalesce(tarBody(manifestBytes, entries, decompressedTarBytes), TERMINATOR), { objectMode: false, highWaterMark: 512 * 1024 }),
-      progress,
-      createBundleZstdCompressor(),
-      new StripTrailingEmptyFrame(),
-      meter,
-      handleWriter(temp.handle),
-    );
+    const sinkOptions = {
+      fd: temp.handle.fd,
+      limits,
+      batchBytes: TAR_BATCH_BYTES,
+      onTarBytes: (bytes: number) => onProgress?.({ phase: 'write', bytes, totalBytes: decompressedTarBytes }),
+    };
+    writer = decompressedTarBytes >= bundleTuning.workerWriterMinTarBytes ? new WorkerArchiveWriter(sinkOptions) : new ArchiveWriter(sinkOptions);
+    await writeTar(manifestBytes, entries, decompressedTarBytes, writer);
+    const archiveDigest = await writer.finish();
     await assertDirectoriesUnchanged(scan.entries);
-    const archiveDigest = meter.digest;
-    onProgress?.({ phase: 'verify', bytes: meter.bytes, totalBytes: meter.bytes });
-    await publishPackTemp(temp, destination, archiveDigest, meter.bytes, () => (published = true));
+    onProgress?.({ phase: 'verify', bytes: writer.bytes, totalBytes: writer.bytes });
+    await publishPackTemp(temp, destination, writer.bytes, () => (published = true));
     return {
       path: destination,
       archiveDigest,
-      compressedBytes: meter.bytes,
+      compressedBytes: writer.bytes,
       decompressedTarBytes,
       payloadBytes: summary.payloadBytes,
       entryCount: summary.entryCount,
     };
   } catch (err) {
+    await writer?.destroy();
+    await hasher.close();
     if (temp !== undefined) await discardPackTemp(temp, destination, published);
     throw toSessionBundleError(err, 'pack');
   }

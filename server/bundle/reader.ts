@@ -2,12 +2,16 @@
 // checks the frame, decompresses with a capped window, validates every header, path, quota and padding, hashes
 // the tree and the archive, and only then declares the bundle good. Hydrate plugs in handlers that write
 // entries into staging once their header has passed every check; nothing trusts an earlier inspection.
+// The compressed side (read, meter, hash, frame check, decompress) runs in this thread for small bundles and on a
+// worker thread (readerWorker.ts) from bundleTuning.workerReaderMinBytes; the tar is validated here either way.
 import { createHash } from 'node:crypto';
 import { constants, promises as fsp } from 'node:fs';
 import { pipeline } from 'node:stream/promises';
 import type { SessionBundleInspection, SessionBundleLimits, SessionBundleManifestV1, SessionBundleOperation } from '../../protocol/bundle';
 import { ArchiveMeter } from './archiveMeter';
 import { ByteSource } from './byteSource';
+import { ArchiveReaderWorker } from './readerWorker';
+import { bundleTuning } from './tuning';
 import { CanonicalTreeBuilder, STATE_IDENTITY_PATH } from './canonicalTree';
 import { SessionBundleError, toSessionBundleError } from './errors';
 import { fingerprintOf, handleReader, sameFingerprint } from './fsx';
@@ -23,13 +27,18 @@ export interface BundleSource {
 }
 
 export interface BundleProgress {
-  /** pack: hash (first pass over the sources), write (tar bytes), verify (re-hash); inspect/hydrate: read. */
+  /** pack: hash (first pass over the sources), write (tar bytes), verify (publication checks); inspect/hydrate: read. */
   phase: 'hash' | 'write' | 'verify' | 'read';
   bytes: number;
   totalBytes?: number;
 }
 
 export interface ReadHandlers {
+  /**
+   * Called first when the compressed side runs on a worker thread: chunks are then views into `reader.ring`, valid
+   * until the next chunk is requested unless the handler takes over releasing slots (`reader.holdSlot`).
+   */
+  onArchiveReader?(reader: ArchiveReaderWorker): void;
   /** After the manifest passed; before any payload entry. */
   onManifest?(manifest: SessionBundleManifestV1): void | Promise<void>;
   onDirectory?(entry: UstarEntry, index: number): void | Promise<void>;
@@ -131,6 +140,7 @@ export async function readBundle(
   onProgress?: (p: BundleProgress) => void,
 ): Promise<SessionBundleInspection> {
   let handle: fsp.FileHandle | undefined;
+  let worker: ArchiveReaderWorker | undefined;
   try {
     // O_NONBLOCK: a FIFO at the path must not hang us; it is refused as not a regular file just below.
     handle = await fsp.open(bundle.path, constants.O_RDONLY | constants.O_NONBLOCK);
@@ -138,7 +148,6 @@ export async function readBundle(
     if (!before.isFile()) throw new SessionBundleError('io_failure', 'the bundle is not a regular file');
     checkQuota(limits, 'maxCompressedBytes', Number(before.size), operation);
     const totalBytes = Number(before.size);
-    const meter = new ArchiveMeter(limits, operation, (bytes) => onProgress?.({ phase: 'read', bytes, totalBytes }));
     let manifest: SessionBundleManifestV1 | undefined;
     let tarBytes = 0;
     const consume = async (chunks: AsyncIterable<Buffer>): Promise<void> => {
@@ -151,18 +160,23 @@ export async function readBundle(
       await readEntries(source, manifest, limits, operation, handlers);
       tarBytes = source.total;
     };
-    await pipeline(
-      handleReader(handle),
-      meter,
-      new CanonicalFrameValidator(),
-      createBundleZstdDecompressor(),
-      consume,
-    );
+    let archive: { bytes: number; digest: string };
+    if (totalBytes >= bundleTuning.workerReaderMinBytes) {
+      worker = new ArchiveReaderWorker(handle.fd, limits, operation, (bytes) => onProgress?.({ phase: 'read', bytes, totalBytes }));
+      handlers.onArchiveReader?.(worker);
+      await consume(worker.chunks());
+      if (worker.result === undefined) throw integrity('the reading worker did not finish');
+      archive = worker.result;
+    } else {
+      const meter = new ArchiveMeter(limits, operation, (bytes) => onProgress?.({ phase: 'read', bytes, totalBytes }));
+      await pipeline(handleReader(handle), meter, new CanonicalFrameValidator(), createBundleZstdDecompressor(), consume);
+      archive = { bytes: meter.bytes, digest: meter.digest.slice('sha256:'.length) };
+    }
     const after = await handle.stat({ bigint: true });
-    if (!sameFingerprint(fingerprintOf(before), fingerprintOf(after)) || BigInt(meter.bytes) !== after.size) {
+    if (!sameFingerprint(fingerprintOf(before), fingerprintOf(after)) || BigInt(archive.bytes) !== after.size) {
       throw new SessionBundleError('source_changed', 'the bundle file changed while it was being read');
     }
-    const archiveDigest = meter.digest;
+    const archiveDigest = `sha256:${archive.digest}`;
     if (bundle.expectedArchiveDigest !== undefined && archiveDigest !== bundle.expectedArchiveDigest) {
       throw integrity('archive digest differs from the expected digest');
     }
@@ -170,7 +184,7 @@ export async function readBundle(
     return {
       manifest,
       archiveDigest,
-      compressedBytes: meter.bytes,
+      compressedBytes: archive.bytes,
       decompressedTarBytes: tarBytes,
       payloadBytes: manifest.payload.payloadBytes,
       entryCount: manifest.payload.entryCount,
@@ -178,6 +192,7 @@ export async function readBundle(
   } catch (err) {
     throw toSessionBundleError(err, operation, handle !== undefined);
   } finally {
+    await worker?.close(); // before the descriptor it reads is closed
     await handle?.close();
   }
 }

@@ -1,35 +1,27 @@
 // Pack's first pass (spec §3 needs every file's SHA-256 before the manifest, which comes first in the stream):
 // hash every scanned source file. Small trees are hashed on the calling thread; once the queued bytes pass
-// PARALLEL_HASH_MIN_BYTES a small pool of worker threads takes over, so hashing runs on every core and overlaps
-// the rest of the scan. Workers only open, read, hash and fstat; every verdict (exact size, unchanged inode
-// fingerprint) is taken here with the same checks as the write pass, so both paths refuse the same changes.
-// Failure handling: the first failure (a changed source, an errno, a crashed worker, or a progress callback that
-// throws, which is how pack is cancelled) terminates every worker and is what `finish` rejects with.
+// bundleTuning.parallelHashMinBytes, worker threads (one per extra core) start hashing while the scan goes on, and when the
+// scan is done the calling thread joins them. Workers only open, read, hash and fstat; every verdict (exact size,
+// unchanged inode fingerprint) is taken here with the same checks as the write pass, so both refuse the same
+// changes. The first failure (a changed source, an errno, a dead worker, or a progress callback that throws, which
+// is how pack is cancelled) stops the workers and is what `finish` (or the next `add`) throws.
 import { createHash } from 'node:crypto';
-import { availableParallelism } from 'node:os';
-import { Worker } from 'node:worker_threads';
 import type { Fingerprint } from './fsx';
 import { checkSourceRead, READ_PIECE, SourceFileReader } from './sourceFile';
 import type { SourceEntry } from './sourceTree';
+import { ThreadPool } from './threadPool';
 
-/** Below this many queued bytes, starting threads (~40 ms) costs more than it saves. */
-export const PARALLEL_HASH_MIN_BYTES = 16 * 1024 * 1024;
 const BATCH_BYTES = 1024 * 1024;
 const BATCH_FILES = 256;
 /** Batches in flight per worker, so that a worker never waits for the (possibly busy) main thread. */
 const DEPTH = 2;
 const PROGRESS_BYTES = 8 * 1024 * 1024;
+/** Bytes the calling thread hashes between two yields to the event loop (worker results, cancellation). */
+const YIELD_BYTES = 256 * 1024;
 
-/** Worker threads for hashing by default: one per core, at most 4, none on a single core. */
-export function defaultHashWorkers(): number {
-  const cores = availableParallelism();
-  return cores <= 1 ? 0 : Math.min(cores, 4);
-}
-
-// Plain JavaScript, run with `eval` so that it works unchanged from sources (tsx) and from the esbuild bundle.
+// Runs on ThreadPool threads (plain JavaScript; see threadPool.ts). Reads with the same +1-byte probe as
+// SourceFileReader; the verdicts (size, fingerprint) are taken on the calling thread.
 const WORKER_SOURCE = `
-'use strict';
-const { parentPort } = require('node:worker_threads');
 const { closeSync, constants, fstatSync, openSync, readSync } = require('node:fs');
 const { createHash } = require('node:crypto');
 const PIECE = ${READ_PIECE};
@@ -42,6 +34,7 @@ function hashOne(job) {
     let position = 0;
     let unreported = 0;
     while (position < job.size) {
+      if (stopped()) return undefined;
       const n = readSync(fd, buffer, 0, Math.min(PIECE, job.size - position + 1), position);
       if (n === 0) break;
       position += n;
@@ -58,7 +51,7 @@ function hashOne(job) {
       position,
       digest: new Uint8Array(hash.digest()),
       fingerprint: { dev: st.dev, ino: st.ino, nlink: st.nlink, size: st.size, mtimeNs: st.mtimeNs, ctimeNs: st.ctimeNs },
-      reported: job.size - unreported,
+      rest: unreported,
     };
   } finally {
     closeSync(fd);
@@ -67,8 +60,11 @@ function hashOne(job) {
 parentPort.on('message', (jobs) => {
   const results = [];
   for (const job of jobs) {
+    if (stopped()) break;
     try {
-      results.push(hashOne(job));
+      const result = hashOne(job);
+      if (result === undefined) break;
+      results.push(result);
     } catch (err) {
       results.push({ error: { code: typeof err.code === 'string' ? err.code : undefined, syscall: typeof err.syscall === 'string' ? err.syscall : undefined } });
       break;
@@ -83,14 +79,9 @@ interface Job {
   size: number;
 }
 type Result =
-  | { position: number; digest: Uint8Array; fingerprint: Fingerprint; reported: number }
+  | { position: number; digest: Uint8Array; fingerprint: Fingerprint; rest: number }
   | { error: { code?: string; syscall?: string } };
 type Message = { progress: number } | { results: Result[] };
-
-interface Slot {
-  worker: Worker;
-  inFlight: SourceEntry[][];
-}
 
 function workerFailure(result: { error: { code?: string; syscall?: string } }): Error {
   const err = new Error(`hashing a source file failed (${result.error.code ?? 'unknown error'})`) as Error & { code?: string; syscall?: string };
@@ -100,140 +91,151 @@ function workerFailure(result: { error: { code?: string; syscall?: string } }): 
 }
 
 export interface SourceHasherOptions {
-  /** Worker threads to use once the tree is big enough; 0 hashes on the calling thread. */
+  /** Worker threads to start once `parallelMinBytes` are queued; 0 hashes on the calling thread only. */
   workers: number;
-  /** Threshold for starting the workers (tests lower it). */
-  parallelMinBytes?: number;
+  parallelMinBytes: number;
   /** Progress in bytes; throwing from it cancels hashing. */
   onBytes?: (n: number) => void;
 }
 
-/** Hashes the files `add`ed to it, setting `entry.digest`; `finish` waits for all of them. Always `close` it. */
+/**
+ * Hashes the files `add`ed to it, setting `entry.digest`. While files are being added (the scan), only workers
+ * hash; `finish` makes the calling thread hash too, one file at a time from the same queue, until every digest
+ * is in. Always `close` it (also after a failure) so no worker outlives the pack.
+ */
 export class SourceHasher {
   private readonly queue: SourceEntry[] = [];
-  private queuedBytes = 0;
-  private slots: Slot[] | undefined;
+  private head = 0;
+  private pendingBytes = 0;
+  private totalBytes = 0;
+  private pool: ThreadPool | undefined;
+  /** Per worker: the batches sent and not answered yet, oldest first. */
+  private inFlight: SourceEntry[][][] = [];
   private failure: { error: unknown } | undefined;
+  /** Files handed to workers whose results have not come back yet. */
   private outstanding = 0;
   private finishing = false;
-  private settle: { resolve: () => void; reject: (err: unknown) => void } | undefined;
-  private closed = false;
-  private terminations: Promise<unknown>[] = [];
+  private wake: (() => void) | undefined;
+  private sinceYield = 0;
 
   constructor(private readonly options: SourceHasherOptions) {}
 
-  /** True once the work is running on worker threads. */
-  get parallel(): boolean {
-    return this.slots !== undefined;
+  /** Worker threads started (0 while the tree is small). */
+  get workerCount(): number {
+    return this.pool?.size ?? 0;
   }
 
-  /** The first failure so far, if any: callers may stop producing work early. */
-  get failed(): boolean {
-    return this.failure !== undefined;
-  }
-
+  /** Queue a file (other entries are ignored); throws the first failure so far, which stops the scan early. */
   add(entry: SourceEntry): void {
-    if (entry.kind !== 'file' || this.failure !== undefined) return;
+    this.check();
+    if (entry.kind !== 'file') return;
     this.queue.push(entry);
-    this.queuedBytes += entry.size;
-    if (this.slots === undefined && this.options.workers > 0 && this.queuedBytes >= (this.options.parallelMinBytes ?? PARALLEL_HASH_MIN_BYTES)) this.start();
-    if (this.slots !== undefined) this.dispatch();
+    this.pendingBytes += entry.size;
+    this.totalBytes += entry.size;
+    if (this.pool === undefined && this.options.workers > 0 && this.totalBytes >= this.options.parallelMinBytes) this.start();
+    this.dispatch();
   }
 
-  /** No more files will be added: hash what is left and wait for every digest. */
+  /** No more files will be added: hash the rest here and alongside the workers; resolves once every digest is set. */
   async finish(): Promise<void> {
     this.finishing = true;
-    if (this.failure !== undefined) throw this.failure.error;
-    if (this.slots === undefined) {
-      await this.hashInline();
-      return;
-    }
-    this.dispatch();
-    if (this.outstanding === 0 && this.queue.length === 0) return;
-    await new Promise<void>((resolve, reject) => (this.settle = { resolve, reject }));
-  }
-
-  /** Stop every worker (idempotent); resolves when they are gone. */
-  async close(): Promise<void> {
-    this.stopWorkers();
-    await Promise.all(this.terminations);
-  }
-
-  private async hashInline(): Promise<void> {
     const scratch = Buffer.allocUnsafe(READ_PIECE);
-    let sinceYield = 0;
-    for (const entry of this.queue) {
-      const reader = new SourceFileReader(entry);
-      try {
-        const hash = createHash('sha256');
-        while (reader.remaining > 0) {
-          const n = reader.read(scratch, 0, scratch.length);
-          hash.update(scratch.subarray(0, n));
-          sinceYield += n;
-          if (sinceYield >= READ_PIECE) {
-            sinceYield = 0;
-            await new Promise<void>((resolve) => setImmediate(resolve));
-          }
-        }
-        reader.finish();
-        entry.digest = hash.digest();
-      } finally {
-        reader.close();
+    while (true) {
+      this.check();
+      this.dispatch();
+      if (this.head < this.queue.length) {
+        const entry = this.queue[this.head++] as SourceEntry;
+        this.pendingBytes -= entry.size;
+        await this.hashHere(entry, scratch);
+        continue;
       }
-      this.options.onBytes?.(entry.size);
+      if (this.outstanding === 0) break;
+      await new Promise<void>((resolve) => (this.wake = resolve));
     }
+    this.check();
     this.queue.length = 0;
+    this.head = 0;
+  }
+
+  /** Stop every worker (idempotent); resolves when they are gone, none holding a descriptor. */
+  async close(): Promise<void> {
+    await this.pool?.close();
+  }
+
+  private check(): void {
+    if (this.failure !== undefined) throw this.failure.error;
+  }
+
+  /** Hash one file on this thread, yielding to the event loop (worker results, cancellation) every YIELD_BYTES. */
+  private async hashHere(entry: SourceEntry, scratch: Buffer): Promise<void> {
+    const reader = new SourceFileReader(entry);
+    try {
+      const hash = createHash('sha256');
+      while (reader.remaining > 0) {
+        const n = reader.read(scratch, 0, scratch.length);
+        hash.update(scratch.subarray(0, n));
+        this.options.onBytes?.(n);
+        this.sinceYield += n;
+        if (this.sinceYield >= YIELD_BYTES) {
+          this.sinceYield = 0;
+          await new Promise<void>((resolve) => setImmediate(resolve));
+          this.check();
+        }
+      }
+      reader.finish();
+      entry.digest = hash.digest();
+    } finally {
+      reader.close();
+    }
   }
 
   private start(): void {
-    this.slots = [];
-    for (let i = 0; i < this.options.workers; i++) {
-      const worker = new Worker(WORKER_SOURCE, { eval: true, execArgv: [], stdout: false, stderr: false });
-      const slot: Slot = { worker, inFlight: [] };
-      worker.on('message', (message: Message) => this.onMessage(slot, message));
-      worker.on('error', (err) => this.fail(err));
-      worker.on('exit', () => {
-        if (!this.closed) this.fail(new Error('a hashing worker exited unexpectedly'));
-      });
-      this.slots.push(slot);
-    }
+    this.inFlight = Array.from({ length: this.options.workers }, () => []);
+    this.pool = new ThreadPool(WORKER_SOURCE, this.options.workers, {
+      onReply: (slot, reply, final) => this.onReply(slot, reply as Message, final),
+      onError: (err) => this.fail(err),
+    });
   }
 
   private dispatch(): void {
-    if (this.slots === undefined || this.failure !== undefined) return;
-    for (const slot of this.slots) {
-      while (slot.inFlight.length < DEPTH && this.queue.length > 0) {
+    const pool = this.pool;
+    if (pool === undefined || this.failure !== undefined) return;
+    for (let slot = 0; slot < pool.size; slot++) {
+      const inFlight = this.inFlight[slot] as SourceEntry[][];
+      while (inFlight.length < DEPTH && this.head < this.queue.length) {
+        // While the scan may still add files, send only full batches to a worker that has work: fewer messages.
+        if (!this.finishing && inFlight.length > 0 && this.pendingBytes < BATCH_BYTES && this.queue.length - this.head < BATCH_FILES) break;
         const batch: SourceEntry[] = [];
         let bytes = 0;
-        while (this.queue.length > 0 && bytes < BATCH_BYTES && batch.length < BATCH_FILES) {
-          // Hold back a short batch while the scan may still add files: fuller batches mean fewer messages.
-          const entry = this.queue[0] as SourceEntry;
+        while (this.head < this.queue.length && bytes < BATCH_BYTES && batch.length < BATCH_FILES) {
+          const entry = this.queue[this.head++] as SourceEntry;
           batch.push(entry);
           bytes += entry.size;
-          this.queue.shift();
         }
-        slot.inFlight.push(batch);
+        this.pendingBytes -= bytes;
+        inFlight.push(batch);
         this.outstanding += batch.length;
-        slot.worker.postMessage(batch.map((e): Job => ({ path: e.sourcePath, size: e.size })));
+        pool.post(slot, batch.map((e): Job => ({ path: e.sourcePath, size: e.size })));
       }
     }
   }
 
-  private onMessage(slot: Slot, message: Message): void {
+  private onReply(slot: number, message: Message, final: boolean): void {
     if (this.failure !== undefined) return;
     try {
-      if ('progress' in message) {
-        this.options.onBytes?.(message.progress);
+      if (!final) {
+        if ('progress' in message) this.options.onBytes?.(message.progress);
         return;
       }
-      const batch = slot.inFlight.shift() ?? [];
+      if (!('results' in message)) return;
+      const batch = this.inFlight[slot]?.shift() ?? [];
       message.results.forEach((result, i) => {
         const entry = batch[i] as SourceEntry;
         if ('error' in result) throw workerFailure(result);
         checkSourceRead(entry, result.position, result.fingerprint);
         entry.digest = Buffer.from(result.digest);
         this.outstanding -= 1;
-        this.options.onBytes?.(result.reported);
+        this.options.onBytes?.(result.rest);
       });
       if (message.results.length < batch.length) throw new Error('a hashing worker skipped files');
     } catch (err) {
@@ -241,19 +243,19 @@ export class SourceHasher {
       return;
     }
     this.dispatch();
-    if (this.finishing && this.outstanding === 0 && this.queue.length === 0) this.settle?.resolve();
+    this.notify();
+  }
+
+  private notify(): void {
+    const wake = this.wake;
+    this.wake = undefined;
+    wake?.();
   }
 
   private fail(error: unknown): void {
     if (this.failure !== undefined) return;
     this.failure = { error };
-    this.stopWorkers();
-    this.settle?.reject(error);
-  }
-
-  private stopWorkers(): void {
-    if (this.closed) return;
-    this.closed = true;
-    for (const slot of this.slots ?? []) this.terminations.push(slot.worker.terminate().catch(() => undefined));
+    void this.pool?.close();
+    this.notify();
   }
 }

@@ -1,43 +1,106 @@
 // Writes validated entries into hydration staging (spec §8 step 5): directories 0755, files created O_EXCL with
-// 0644/0755 whatever the umask, each file fsynced before publication. Small files are created and written with
-// synchronous calls (microseconds from the page cache; an asynchronous call per step cost a thread-pool wake-up
-// each and dominated hydration of many small files), then fsynced by a bounded set of background tasks so the
-// slow part overlaps with decompression and concurrent fsyncs share journal commits.
-// Nothing is written before the reader has passed the entry's header; `drain` must succeed before publishing.
-import { chmodSync, closeSync, constants, fchmodSync, fsync, mkdirSync, openSync, promises as fsp } from 'node:fs';
+// 0644/0755 whatever the umask, each file fsynced before publication. Nothing is written before the reader has
+// passed the entry's header; `drain` must succeed before publishing.
+// Two ways, same calls and same results:
+// * in this thread (small bundles): synchronous calls straight from the decompressed chunks — microseconds each from
+//   the page cache, where an asynchronous call per step cost a thread-pool round trip; a chunk is at most 1 MiB.
+//   The fsyncs, which wait for the disk, run in the background (FileSyncer).
+// * on file-writer threads, when the reader runs its compressed side on a worker (big bundles): the tar bytes already
+//   sit in shared slots, so this thread creates the directories and sends each writer the operations for its files,
+//   one batch per slot, naming byte ranges of the slot; a slot is refilled once every writer that got a batch for it
+//   has answered. A writer creates, writes, chmods, fsyncs and closes each of its files, so file creation — the
+//   costliest part of hydrating many files — runs beside validation, and as many fsyncs as writers are in flight
+//   without occupying the libuv thread pool, where they would stall the decompressor.
+import { chmodSync, closeSync, constants, fchmodSync, mkdirSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import type { SessionBundleManifestV1 } from '../../protocol/bundle';
 import { SessionBundleError } from './errors';
-import { writeFully, writeFullySync } from './fsx';
+import { FileSyncer } from './fileSyncer';
+import { writeFullySync } from './fsx';
 import { validateArchivePath } from './pathLanguage';
 import type { ReadHandlers } from './reader';
+import type { ArchiveReaderWorker } from './readerWorker';
+import { ThreadPool } from './threadPool';
+import { bundleTuning } from './tuning';
 import type { UstarEntry } from './ustar';
 
-const SMALL_FILE_BYTES = 1024 * 1024;
-const MAX_PENDING_FSYNCS = 64;
 const CREATE_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
 
-type Current = { kind: 'small'; path: string; mode: number; chunks: Buffer[] } | { kind: 'big'; mode: number; handle: fsp.FileHandle };
+/** o: create a file, w: write a range of the ring, b: write bytes, c: finish the file (chmod, fsync, close), x: abandon it. */
+type Op = { t: 'o'; path: string; mode: number } | { t: 'w'; offset: number; length: number } | { t: 'b'; bytes: Uint8Array } | { t: 'c' } | { t: 'x' };
 
-function fsyncAndClose(fd: number): Promise<void> {
-  return new Promise((resolve, reject) => {
-    fsync(fd, (err) => {
-      try {
-        closeSync(fd);
-      } catch (closeErr) {
-        reject(err ?? closeErr);
-        return;
+// Runs on ThreadPool threads (plain JavaScript; see threadPool.ts). Holds at most one open file between messages;
+// any message after the pool is stopped closes it.
+const WRITER_SOURCE = `
+const { closeSync, constants, fchmodSync, fsyncSync, openSync, writeSync } = require('node:fs');
+const CREATE = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
+let current;
+function closeCurrent() {
+  if (current === undefined) return;
+  const fd = current.fd;
+  current = undefined;
+  try { closeSync(fd); } catch {}
+}
+function writeAll(fd, bytes) {
+  let offset = 0;
+  while (offset < bytes.length) offset += writeSync(fd, bytes, offset, bytes.length - offset);
+}
+parentPort.on('message', ({ slot, ops }) => {
+  let error;
+  try {
+    for (const op of ops) {
+      if (stopped() || op.t === 'x') {
+        closeCurrent();
+        if (stopped()) break;
+        continue;
       }
-      if (err) reject(err);
-      else resolve();
-    });
-  });
+      if (op.t === 'o') {
+        current = { fd: openSync(op.path, CREATE, op.mode), mode: op.mode };
+      } else if (op.t === 'w') {
+        writeAll(current.fd, new Uint8Array(workerData.ring, op.offset, op.length));
+      } else if (op.t === 'b') {
+        writeAll(current.fd, op.bytes);
+      } else {
+        fchmodSync(current.fd, current.mode);
+        fsyncSync(current.fd);
+        const fd = current.fd;
+        current = undefined;
+        closeSync(fd);
+      }
+    }
+  } catch (err) {
+    closeCurrent();
+    error = { code: err && typeof err.code === 'string' ? err.code : undefined, syscall: err && typeof err.syscall === 'string' ? err.syscall : undefined };
+  }
+  parentPort.postMessage({ results: true, slot, error });
+});
+`;
+
+interface WriterReply {
+  slot?: number;
+  error?: { code?: string; syscall?: string };
+}
+
+interface Remote {
+  reader: ArchiveReaderWorker;
+  pool: ThreadPool;
+  /** Operations gathered for each writer while the current slot is read. */
+  ops: Op[][];
+  /** Per writer: bytes handed over and not yet answered, to pick the least busy one for the next file. */
+  load: number[];
+  /** The writer of the file being read. */
+  writer: number;
+  /** Per slot: batches not answered yet. */
+  holds: Map<number, number>;
+  /** Per writer: bytes of each batch in flight, oldest first. */
+  inFlight: number[][];
+  failure?: unknown;
 }
 
 export class StagingWriter implements ReadHandlers {
-  private current: Current | undefined;
-  private readonly pending = new Set<Promise<void>>();
-  private failure: unknown;
+  private current: { fd: number; path: string; mode: number } | undefined;
+  private readonly syncer = new FileSyncer(bundleTuning.syncWorkers, bundleTuning.syncWorkersAfterFiles);
+  private remote: Remote | undefined;
 
   constructor(
     private readonly stagingRoot: string,
@@ -48,19 +111,39 @@ export class StagingWriter implements ReadHandlers {
     return join(this.stagingRoot, ...validateArchivePath(path));
   }
 
-  private rethrow(): void {
-    if (this.failure !== undefined) throw this.failure;
-  }
-
-  /** Track a background fsync; waits while too many are pending. */
-  private async track(task: Promise<void>): Promise<void> {
-    const tracked = task.catch((err: unknown) => {
-      this.failure ??= err;
-    });
-    this.pending.add(tracked);
-    void tracked.finally(() => this.pending.delete(tracked));
-    while (this.pending.size >= MAX_PENDING_FSYNCS) await Promise.race(this.pending);
-    this.rethrow();
+  onArchiveReader(reader: ArchiveReaderWorker): void {
+    const writers = Math.max(1, bundleTuning.fileWriters);
+    const remote: Remote = {
+      reader,
+      ops: Array.from({ length: writers }, () => []),
+      load: Array.from({ length: writers }, () => 0),
+      writer: 0,
+      holds: new Map(),
+      inFlight: Array.from({ length: writers }, () => []),
+      pool: new ThreadPool(
+        WRITER_SOURCE,
+        writers,
+        {
+          onReply: (writer, reply) => {
+            const { slot, error } = reply as WriterReply;
+            remote.load[writer] = (remote.load[writer] ?? 0) - (remote.inFlight[writer]?.shift() ?? 0);
+            if (slot !== undefined) {
+              const left = (remote.holds.get(slot) ?? 1) - 1;
+              if (left > 0) remote.holds.set(slot, left);
+              else {
+                remote.holds.delete(slot);
+                reader.release(slot);
+              }
+            }
+            if (error !== undefined) remote.failure ??= Object.assign(new Error(`writing a file failed (${error.code ?? 'unknown error'})`), error);
+          },
+          onError: (err) => void (remote.failure ??= err),
+        },
+        { ring: reader.ring },
+      ),
+    };
+    reader.holdSlot = (slot) => this.send(slot);
+    this.remote = remote;
   }
 
   onManifest(manifest: SessionBundleManifestV1): void {
@@ -69,6 +152,7 @@ export class StagingWriter implements ReadHandlers {
     }
   }
 
+  /** Directories are made here, in order, so they exist before any writer creates a file in them. */
   onDirectory(entry: UstarEntry): void {
     this.rethrow();
     const path = this.target(entry.path);
@@ -76,54 +160,103 @@ export class StagingWriter implements ReadHandlers {
     chmodSync(path, 0o755);
   }
 
-  async onFileStart(entry: UstarEntry): Promise<void> {
-    this.rethrow();
-    if (entry.size <= SMALL_FILE_BYTES) {
-      this.current = { kind: 'small', path: this.target(entry.path), mode: entry.mode, chunks: [] };
+  onFileStart(entry: UstarEntry): void {
+    const path = this.target(entry.path);
+    const remote = this.remote;
+    if (remote !== undefined) {
+      this.rethrow();
+      let writer = 0;
+      for (let i = 1; i < remote.load.length; i++) if ((remote.load[i] ?? 0) < (remote.load[writer] ?? 0)) writer = i;
+      remote.writer = writer;
+      remote.load[writer] = (remote.load[writer] ?? 0) + entry.size + 4096; // a file costs more than its bytes
+      remote.ops[writer]?.push({ t: 'o', path, mode: entry.mode });
       return;
     }
-    const handle = await fsp.open(this.target(entry.path), CREATE_FLAGS, entry.mode);
-    this.current = { kind: 'big', mode: entry.mode, handle };
+    this.current = { fd: openSync(path, CREATE_FLAGS, entry.mode), path, mode: entry.mode };
   }
 
-  async onFileChunk(chunk: Buffer): Promise<void> {
+  onFileChunk(chunk: Buffer): void {
+    const remote = this.remote;
+    if (remote !== undefined) {
+      const ops = remote.ops[remote.writer] as Op[];
+      if (remote.reader.slotOf(chunk) !== undefined) ops.push({ t: 'w', offset: chunk.byteOffset, length: chunk.length });
+      else ops.push({ t: 'b', bytes: new Uint8Array(chunk) });
+      return;
+    }
     const current = this.current;
     if (current === undefined) throw new SessionBundleError('integrity_mismatch', 'integrity mismatch: content outside a file');
-    if (current.kind === 'small') current.chunks.push(chunk);
-    else await writeFully(current.handle, chunk);
+    writeFullySync(current.fd, chunk);
   }
 
   async onFileEnd(): Promise<void> {
+    if (this.remote !== undefined) {
+      this.remote.ops[this.remote.writer]?.push({ t: 'c' });
+      return;
+    }
     const current = this.current;
     this.current = undefined;
     if (current === undefined) return;
-    if (current.kind === 'big') {
-      await current.handle.chmod(current.mode);
-      await this.track(current.handle.sync().finally(() => current.handle.close()));
-      return;
-    }
-    const fd = openSync(current.path, CREATE_FLAGS, current.mode);
     try {
-      for (const chunk of current.chunks) writeFullySync(fd, chunk);
-      fchmodSync(fd, current.mode);
+      fchmodSync(current.fd, current.mode);
     } catch (err) {
-      closeSync(fd);
+      closeSync(current.fd);
       throw err;
     }
-    await this.track(fsyncAndClose(fd));
+    await this.syncer.add(current.fd, current.path);
   }
 
-  /** Wait for every pending fsync; throws the first failure. */
+  /** Wait until every file is written and durable; throws the first failure. */
   async drain(): Promise<void> {
-    await Promise.all(this.pending);
-    this.rethrow();
+    const remote = this.remote;
+    if (remote !== undefined) {
+      this.send(undefined);
+      await remote.pool.close({ finish: true });
+      this.rethrow();
+    }
+    await this.syncer.drain();
+    await this.syncer.close();
   }
 
-  /** Stop: close an open file and let pending fsyncs settle (their files are removed with staging). */
+  /** Stop: close an open file and let running work settle (the files are removed with staging). */
   async abort(): Promise<void> {
     const current = this.current;
     this.current = undefined;
-    if (current?.kind === 'big') await current.handle.close().catch(() => undefined);
-    await Promise.all(this.pending);
+    if (current !== undefined) {
+      try {
+        closeSync(current.fd);
+      } catch {
+        // already failed; staging is removed anyway
+      }
+    }
+    const remote = this.remote;
+    if (remote !== undefined) {
+      for (const ops of remote.ops) ops.push({ t: 'x' });
+      this.send(undefined);
+      await remote.pool.close();
+    }
+    await this.syncer.close();
+  }
+
+  /** Hand the operations gathered while `slot` was read to the writers; the slot is released once they are done. */
+  private send(slot: number | undefined): void {
+    const remote = this.remote;
+    if (remote === undefined) return;
+    let posted = 0;
+    remote.ops.forEach((ops, writer) => {
+      if (ops.length === 0) return;
+      remote.ops[writer] = [];
+      let bytes = 0;
+      for (const op of ops) bytes += op.t === 'w' ? op.length : op.t === 'b' ? op.bytes.length : op.t === 'o' ? 4096 : 0;
+      remote.inFlight[writer]?.push(bytes);
+      remote.pool.post(writer, { slot, ops });
+      posted += 1;
+    });
+    if (slot === undefined) return;
+    if (posted === 0) remote.reader.release(slot);
+    else remote.holds.set(slot, posted);
+  }
+
+  private rethrow(): void {
+    if (this.remote?.failure !== undefined) throw this.remote.failure;
   }
 }

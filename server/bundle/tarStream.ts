@@ -1,11 +1,19 @@
-// The pack-side tar stream (spec §1, §4): manifest first, then every payload entry in canonical order, content
-// in 64 KiB chunks (the chunk pattern Maka feeds its encoder, for byte-identical frames) re-hashed on the way,
-// then exactly two zero blocks. A file whose bytes differ from the scan is `source_changed`.
+// The pack-side tar stream (spec §1, §4): manifest first, then every payload entry in canonical order, then exactly
+// two zero blocks. Headers, content and padding are laid straight into fixed-size batches (file content is read
+// into the batch itself, no copy), each file re-hashed on the way: a file whose bytes differ from the first pass
+// is `source_changed`. Every batch is one write to the compressor; the terminator is a write of its own, last.
+//
+// Why batches rather than Maka's chunk pattern (header, ≤64 KiB content reads, padding): every compressor write
+// costs a thread-pool round trip, and libzstd buffers its input into 128 KiB blocks, so for realistic input the
+// frame does not depend on how the stream is split. On two 200 MB / 5,000-file trees (one the bench tree) Maka's
+// chunk pattern, 64 KiB, 256 KiB, 1 MiB and 4 MiB writes, random-sized writes and one buffer all gave identical
+// frames (uniform 1,000-byte writes did not, as the spec notes); the golden archive test pins the result.
+// Deterministic: the same bytes are always split the same way.
 import { createHash } from 'node:crypto';
 import { SessionBundleError } from './errors';
-import { readSourceFile, sourceChanged } from './sourceFile';
+import { SourceFileReader, sourceChanged } from './sourceFile';
 import type { SourceEntry } from './sourceTree';
-import { BLOCK, encodeUstarHeader, paddingLength } from './ustar';
+import { BLOCK, paddingLength, writeUstarHeader, type UstarEntry } from './ustar';
 
 export type PackEntry = SourceEntry | { kind: 'identity'; archivePath: string; bytes: Buffer; size: number; digest: Buffer };
 
@@ -15,85 +23,99 @@ export function tarLength(manifestBytes: number, entries: readonly PackEntry[]):
   return total;
 }
 
-/** SHA-256 of every source file (read ahead), stored on the entries; `onBytes` reports progress. */
-export async function hashSourceFiles(entries: readonly SourceEntry[], onBytes?: (n: number) => void): Promise<void> {
-  for (const entry of entries) {
-    if (entry.kind !== 'file') continue;
-    const hash = createHash('sha256');
-    for await (const chunk of readSourceFile(entry)) {
-      hash.update(chunk);
-      onBytes?.(chunk.length);
-    }
-    entry.digest = hash.digest();
-  }
+export const TERMINATOR = Buffer.alloc(2 * BLOCK);
+
+/** Where the tar bytes go. */
+export interface TarSink {
+  /** A buffer to fill (recycled once the compressor is done with it); all the same length, a multiple of 512. */
+  take(): Buffer;
+  /** The first `length` bytes of a buffer from `take` (or the terminator): it belongs to the sink now. */
+  put(buffer: Buffer, length: number): void | Promise<void>;
+  /** Called after about every `pauseEvery` bytes of file content: a chance for other work to run. */
+  pause(): void | Promise<void>;
 }
 
-export const TERMINATOR = Buffer.alloc(2 * BLOCK);
-const ZERO_BLOCK = Buffer.alloc(BLOCK);
-
 /**
- * The tar bytes before the terminator, as chunks valid until the next one; throws when they would not be exactly
- * `expectedLength` − 1024 bytes.
+ * Write the whole tar stream into `sink`, then the terminator; throws before the terminator when the body would not
+ * be exactly `expectedLength` − 1024 bytes, and `source_changed` when a file's content differs from `entry.digest`.
  */
-export async function* tarBody(manifest: Buffer, entries: readonly PackEntry[], expectedLength: number): AsyncGenerator<Buffer> {
+export async function writeTar(manifest: Buffer, entries: readonly PackEntry[], expectedLength: number, sink: TarSink, pauseEvery = 1024 * 1024): Promise<void> {
+  let batch = sink.take();
+  if (batch.length === 0 || batch.length % BLOCK !== 0) throw new RangeError('tar batches must be whole 512-byte blocks');
+  let used = 0;
   let emitted = 0;
-  const emit = (chunk: Buffer): Buffer => {
-    emitted += chunk.length;
-    return chunk;
+  let work = 0;
+
+  const flush = async (): Promise<void> => {
+    const full = batch;
+    const length = used;
+    emitted += length;
+    batch = sink.take();
+    used = 0;
+    await sink.put(full, length);
   };
-  yield emit(encodeUstarHeader({ kind: 'file', path: 'manifest.json', mode: 0o644, size: manifest.length }));
-  if (manifest.length > 0) yield emit(manifest);
-  if (paddingLength(manifest.length) > 0) yield emit(ZERO_BLOCK.subarray(0, paddingLength(manifest.length)));
+  const append = async (bytes: Buffer): Promise<void> => {
+    let offset = 0;
+    while (offset < bytes.length) {
+      if (used === batch.length) await flush();
+      const take = Math.min(batch.length - used, bytes.length - offset);
+      bytes.copy(batch, used, offset, offset + take);
+      used += take;
+      offset += take;
+    }
+  };
+  // Entries start on 512-byte boundaries and batches are whole blocks, so a header never straddles two batches.
+  const header = async (entry: UstarEntry): Promise<void> => {
+    if (used === batch.length) await flush();
+    writeUstarHeader(entry, batch, used);
+    used += BLOCK;
+  };
+  const zeros = async (n: number): Promise<void> => {
+    while (n > 0) {
+      if (used === batch.length) await flush();
+      const take = Math.min(batch.length - used, n);
+      batch.fill(0, used, used + take);
+      used += take;
+      n -= take;
+    }
+  };
+
+  await header({ kind: 'file', path: 'manifest.json', mode: 0o644, size: manifest.length });
+  await append(manifest);
+  await zeros(paddingLength(manifest.length));
   for (const entry of entries) {
     if (entry.kind === 'directory') {
-      yield emit(encodeUstarHeader({ kind: 'directory', path: entry.archivePath, mode: 0o755, size: 0 }));
+      await header({ kind: 'directory', path: entry.archivePath, mode: 0o755, size: 0 });
       continue;
     }
     const mode = entry.kind === 'identity' ? 0o644 : entry.mode;
-    yield emit(encodeUstarHeader({ kind: 'file', path: entry.archivePath, mode, size: entry.size }));
+    await header({ kind: 'file', path: entry.archivePath, mode, size: entry.size });
     if (entry.kind === 'identity') {
-      if (entry.bytes.length > 0) yield emit(entry.bytes);
+      await append(entry.bytes);
     } else {
-      const hash = createHash('sha256');
-      for await (const chunk of readSourceFile(entry)) {
-        hash.update(chunk);
-        yield emit(chunk);
+      const reader = new SourceFileReader(entry);
+      try {
+        const hash = createHash('sha256');
+        while (reader.remaining > 0) {
+          if (used === batch.length) await flush();
+          const n = reader.read(batch, used, batch.length - used);
+          hash.update(batch.subarray(used, used + n));
+          used += n;
+          work += n;
+          if (work >= pauseEvery) {
+            work = 0;
+            await sink.pause();
+          }
+        }
+        reader.finish();
+        if (entry.digest === undefined || !hash.digest().equals(entry.digest)) throw sourceChanged(entry, 'content');
+      } finally {
+        reader.close();
       }
-      if (entry.digest === undefined || !hash.digest().equals(entry.digest)) throw sourceChanged(entry, 'content');
     }
-    if (paddingLength(entry.size) > 0) yield emit(ZERO_BLOCK.subarray(0, paddingLength(entry.size)));
+    await zeros(paddingLength(entry.size));
   }
+  if (used > 0) await flush();
   if (emitted + TERMINATOR.length !== expectedLength) throw new SessionBundleError('integrity_mismatch', 'integrity mismatch: tar length drifted while packing', { operation: 'pack' });
-}
-
-export const COALESCE_BYTES = 256 * 1024;
-
-/**
- * Copy the body chunks into fresh writes of COALESCE_BYTES (the last one shorter), then yield the terminator as
- * its own last write, as Maka's stream has it. Every write costs the encoder a thread-pool round trip, and
- * libzstd buffers input into 128 KiB blocks, so for realistic input the frame does not depend on how the stream
- * was split: on two 200 MB / 5,000-file trees (one the bench tree) Maka's chunk pattern, 64 KiB, 256 KiB and 1 MiB
- * writes and one buffer gave identical frames (uniform 1,000-byte writes did not, as the spec notes). The golden
- * archive test pins the result. Copying at once also lets the file reader reuse its buffer. Deterministic: the
- * same bytes are always split the same way.
- */
-export async function* coalesce(body: AsyncIterable<Buffer>, terminator: Buffer, size = COALESCE_BYTES): AsyncGenerator<Buffer> {
-  let batch = Buffer.allocUnsafe(size);
-  let used = 0;
-  for await (const chunk of body) {
-    let offset = 0;
-    while (offset < chunk.length) {
-      const take = Math.min(size - used, chunk.length - offset);
-      chunk.copy(batch, used, offset, offset + take);
-      used += take;
-      offset += take;
-      if (used === size) {
-        yield batch;
-        batch = Buffer.allocUnsafe(size);
-        used = 0;
-      }
-    }
-  }
-  if (used > 0) yield batch.subarray(0, used);
-  yield terminator;
+  await sink.put(TERMINATOR, TERMINATOR.length);
 }

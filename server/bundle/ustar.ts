@@ -48,23 +48,37 @@ function assertEntryShape(entry: UstarEntry): void {
   }
 }
 
-export function encodeUstarHeader(entry: UstarEntry): Buffer {
-  validateArchivePath(entry.path);
-  assertEntryShape(entry);
-  const { name, prefix } = splitUstarPath(entry.path);
+/** The fields every header has in common: uid, gid, mtime, magic and version, devmajor, devminor. */
+const TEMPLATE = (() => {
   const block = Buffer.alloc(BLOCK);
-  name.copy(block, 0);
-  block.write(octal(entry.mode, 7), 100, 'latin1');
   block.write(octal(0, 7), 108, 'latin1');
   block.write(octal(0, 7), 116, 'latin1');
-  block.write(octal(entry.size, 11), 124, 'latin1');
   block.write(octal(0, 11), 136, 'latin1');
-  block.write(entry.kind === 'file' ? '0' : '5', 156, 'latin1');
   block.write('ustar\x0000', 257, 'latin1');
   block.write(octal(0, 7), 329, 'latin1');
   block.write(octal(0, 7), 337, 'latin1');
+  return block;
+})();
+
+/** Write the canonical 512-byte header of `entry` into `target` at `offset` (pack writes it straight into its batch). */
+export function writeUstarHeader(entry: UstarEntry, target: Buffer, offset: number): void {
+  validateArchivePath(entry.path);
+  assertEntryShape(entry);
+  const { name, prefix } = splitUstarPath(entry.path);
+  const block = target.subarray(offset, offset + BLOCK);
+  if (block.length !== BLOCK) throw new RangeError('no room for a 512-byte header');
+  TEMPLATE.copy(block, 0);
+  name.copy(block, 0);
+  block.write(octal(entry.mode, 7), 100, 'latin1');
+  block.write(octal(entry.size, 11), 124, 'latin1');
+  block[156] = entry.kind === 'file' ? 0x30 : 0x35;
   prefix.copy(block, 345);
   block.write(octal(headerChecksum(block), 6) + ' ', 148, 'latin1');
+}
+
+export function encodeUstarHeader(entry: UstarEntry): Buffer {
+  const block = Buffer.alloc(BLOCK);
+  writeUstarHeader(entry, block, 0);
   return block;
 }
 

@@ -12,114 +12,196 @@ export const NODE_TRAILING_EMPTY_FRAME = Buffer.from('28b52ffd040001000099e9d851
 const MAX_BLOCK = 128 * 1024;
 const CHUNK = 256 * 1024; // output chunking only; it does not change the compressed bytes
 
-export function createBundleZstdCompressor(): zlib.ZstdCompress {
+/** The encoder parameters of Session Bundle v1 (also handed to the compressing worker thread). */
+export function bundleZstdParams(): Record<number, number> {
   const c = zlib.constants;
-  return zlib.createZstdCompress({
-    chunkSize: CHUNK,
-    params: {
-      [c.ZSTD_c_compressionLevel]: 3,
-      [c.ZSTD_c_checksumFlag]: 1,
-      [c.ZSTD_c_contentSizeFlag]: 0,
-      [c.ZSTD_c_dictIDFlag]: 0,
-      [c.ZSTD_c_nbWorkers]: 0,
-      [c.ZSTD_c_windowLog]: 21,
-    },
-  });
+  return {
+    [c.ZSTD_c_compressionLevel]: 3,
+    [c.ZSTD_c_checksumFlag]: 1,
+    [c.ZSTD_c_contentSizeFlag]: 0,
+    [c.ZSTD_c_dictIDFlag]: 0,
+    [c.ZSTD_c_nbWorkers]: 0,
+    [c.ZSTD_c_windowLog]: 21,
+  };
+}
+
+/** `chunkSize` is the size of the compressor's output buffers; it does not change the compressed bytes. */
+export function createBundleZstdCompressor(chunkSize = CHUNK): zlib.ZstdCompress {
+  return zlib.createZstdCompress({ chunkSize, params: bundleZstdParams() });
+}
+
+/** The decoder parameters: a window of at most 2 MiB (also handed to the reading worker thread). */
+export function bundleZstdDecoderParams(): Record<number, number> {
+  return { [zlib.constants.ZSTD_d_windowLogMax]: 21 };
 }
 
 export function createBundleZstdDecompressor(): zlib.ZstdDecompress {
-  return zlib.createZstdDecompress({ chunkSize: CHUNK, params: { [zlib.constants.ZSTD_d_windowLogMax]: 21 } });
+  return zlib.createZstdDecompress({ chunkSize: CHUNK, params: bundleZstdDecoderParams() });
+}
+
+/**
+ * Holding back Node's trailing empty frame, as plain JavaScript shared with the compressing worker thread
+ * (workerArchiveWriter.ts), so there is one implementation: `push` passes on everything but the last 13 bytes seen
+ * (views valid during the call), `end` passes those on too unless they are exactly NODE_TRAILING_EMPTY_FRAME.
+ */
+export const TRAILER_HOLD_SOURCE = `
+class TrailerHold {
+  constructor(trailer) {
+    this.trailer = Buffer.from(trailer);
+    this.tail = Buffer.alloc(0);
+  }
+  push(piece, emit) {
+    const hold = this.trailer.length;
+    if (piece.length >= hold) {
+      if (this.tail.length > 0) emit(this.tail);
+      if (piece.length > hold) emit(piece.subarray(0, piece.length - hold));
+      this.tail = Buffer.from(piece.subarray(piece.length - hold));
+      return;
+    }
+    const all = Buffer.concat([this.tail, piece]);
+    if (all.length > hold) emit(all.subarray(0, all.length - hold));
+    this.tail = all.subarray(Math.max(0, all.length - hold));
+  }
+  end(emit) {
+    if (this.tail.length > 0 && !this.tail.equals(this.trailer)) emit(this.tail);
+    this.tail = Buffer.alloc(0);
+  }
+}
+`;
+
+export interface TrailerHold {
+  push(piece: Buffer, emit: (bytes: Buffer) => void): void;
+  end(emit: (bytes: Buffer) => void): void;
+}
+// Compiled from the shared source (a constant of this module, not outside input).
+const TrailerHoldClass = new Function(`${TRAILER_HOLD_SOURCE}\nreturn TrailerHold;`)() as new (trailer: Uint8Array) => TrailerHold;
+
+export function createTrailerHold(): TrailerHold {
+  return new TrailerHoldClass(NODE_TRAILING_EMPTY_FRAME);
 }
 
 /** Holds back the last 13 output bytes and drops them when they are exactly Node's empty trailing frame. */
 export class StripTrailingEmptyFrame extends Transform {
-  private tail: Buffer = Buffer.alloc(0);
+  private readonly hold = createTrailerHold();
 
   override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
-    const all = this.tail.length === 0 ? chunk : Buffer.concat([this.tail, chunk]);
-    const keep = NODE_TRAILING_EMPTY_FRAME.length;
-    if (all.length > keep) this.push(all.subarray(0, all.length - keep));
-    this.tail = Buffer.from(all.subarray(Math.max(0, all.length - keep)));
+    this.hold.push(chunk, (bytes) => this.push(Buffer.from(bytes)));
     done();
   }
 
   override _flush(done: TransformCallback): void {
-    if (!this.tail.equals(NODE_TRAILING_EMPTY_FRAME) && this.tail.length > 0) this.push(this.tail);
+    this.hold.end((bytes) => this.push(Buffer.from(bytes)));
     done();
   }
 }
 
-type FrameState = 'header' | 'blockHeader' | 'blockBody' | 'checksum' | 'done';
+/**
+ * The structural check of the one canonical frame, as plain JavaScript: the same source runs here (below) and in
+ * the reading worker thread (readerWorker.ts), so there is one implementation. `scan` takes the compressed bytes in
+ * any split; `finish` after the last one. Failures are Errors carrying `frameReason`.
+ * Accepted: header 28b52ffd 04 58, blocks of type 0/1/2 declaring at most 128 KiB (an RLE block's body is one
+ * byte), after the last block the 4-byte checksum, then nothing.
+ */
+export const FRAME_SCANNER_SOURCE = `
+class FrameScanner {
+  constructor(header, maxBlock) {
+    this.header = header;
+    this.maxBlock = maxBlock;
+    this.state = 'header';
+    this.need = header.length;
+    this.small = [];
+    this.lastBlock = false;
+  }
+  fail(reason) {
+    throw Object.assign(new Error(reason), { frameReason: reason });
+  }
+  scan(chunk) {
+    let i = 0;
+    while (i < chunk.length) {
+      if (this.state === 'done') this.fail('bytes after the zstd frame (exactly one frame is allowed)');
+      if (this.state === 'blockBody') {
+        const take = Math.min(this.need, chunk.length - i);
+        i += take;
+        this.need -= take;
+        if (this.need === 0) this.afterBlock();
+        continue;
+      }
+      this.small.push(chunk[i]);
+      i += 1;
+      if (this.small.length < this.need) continue;
+      const bytes = this.small;
+      this.small = [];
+      if (this.state === 'header') {
+        if (bytes.length !== this.header.length || bytes.some((b, k) => b !== this.header[k])) this.fail('zstd frame header is not 28b52ffd 04 58');
+        this.state = 'blockHeader';
+        this.need = 3;
+      } else if (this.state === 'blockHeader') {
+        const header = bytes[0] | (bytes[1] << 8) | (bytes[2] << 16);
+        this.lastBlock = (header & 1) === 1;
+        const type = (header >> 1) & 3;
+        const size = header >>> 3;
+        if (type === 3) this.fail('reserved zstd block type');
+        if (size > this.maxBlock) this.fail('zstd block larger than 128 KiB');
+        this.need = type === 1 ? 1 : size;
+        if (this.need === 0) this.afterBlock();
+        else this.state = 'blockBody';
+      } else {
+        this.state = 'done';
+      }
+    }
+  }
+  afterBlock() {
+    this.state = this.lastBlock ? 'checksum' : 'blockHeader';
+    this.need = this.lastBlock ? 4 : 3;
+  }
+  finish() {
+    if (this.state !== 'done') this.fail('zstd frame is truncated');
+  }
+}
+`;
+
+interface FrameScanner {
+  scan(chunk: Uint8Array): void;
+  finish(): void;
+}
+// Compiled from the shared source (not eval'd input: a constant of this module).
+const FrameScannerClass = new Function(`${FRAME_SCANNER_SOURCE}\nreturn FrameScanner;`)() as new (header: Uint8Array, maxBlock: number) => FrameScanner;
 
 function frameError(reason: string): SessionBundleError {
   return new SessionBundleError('integrity_mismatch', `integrity mismatch: ${reason}`);
 }
 
-/**
- * Validates the frame structure as bytes flow through (they pass unchanged): header 28b52ffd 04 58, blocks of
- * type 0/1/2 with at most 128 KiB each, then the 4-byte checksum, then end of file.
- */
+/** Map a scanner failure to `integrity_mismatch`; anything else is rethrown. */
+export function frameFailure(err: unknown): unknown {
+  const reason = typeof err === 'object' && err !== null && 'frameReason' in err ? (err as { frameReason: unknown }).frameReason : undefined;
+  return typeof reason === 'string' ? frameError(reason) : err;
+}
+
+export function createFrameScanner(): FrameScanner {
+  return new FrameScannerClass(FRAME_HEADER, MAX_BLOCK);
+}
+
+/** Validates the frame structure (FRAME_SCANNER_SOURCE) as bytes flow through; they pass unchanged. */
 export class CanonicalFrameValidator extends Transform {
-  private state: FrameState = 'header';
-  private need = FRAME_HEADER.length;
-  private small: number[] = [];
-  private lastBlock = false;
+  private readonly scanner = createFrameScanner();
 
   override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
     try {
-      this.scan(chunk);
+      this.scanner.scan(chunk);
     } catch (err) {
-      done(err as Error);
+      done(frameFailure(err) as Error);
       return;
     }
     done(null, chunk);
   }
 
   override _flush(done: TransformCallback): void {
-    done(this.state === 'done' ? null : frameError('zstd frame is truncated'));
-  }
-
-  private scan(chunk: Buffer): void {
-    let i = 0;
-    while (i < chunk.length) {
-      if (this.state === 'done') throw frameError('bytes after the zstd frame (exactly one frame is allowed)');
-      if (this.state === 'blockBody') {
-        const take = Math.min(this.need, chunk.length - i);
-        i += take;
-        this.need -= take;
-        if (this.need === 0) this.enterAfterBlock();
-        continue;
-      }
-      this.small.push(chunk[i] ?? 0);
-      i += 1;
-      if (this.small.length < this.need) continue;
-      const bytes = Buffer.from(this.small);
-      this.small = [];
-      if (this.state === 'header') {
-        if (!bytes.equals(FRAME_HEADER)) throw frameError('zstd frame header is not 28b52ffd 04 58');
-        this.state = 'blockHeader';
-        this.need = 3;
-      } else if (this.state === 'blockHeader') {
-        this.readBlockHeader(bytes.readUIntLE(0, 3));
-      } else {
-        this.state = 'done';
-      }
+    try {
+      this.scanner.finish();
+    } catch (err) {
+      done(frameFailure(err) as Error);
+      return;
     }
-  }
-
-  private readBlockHeader(header: number): void {
-    this.lastBlock = (header & 1) === 1;
-    const type = (header >> 1) & 3;
-    const size = header >>> 3;
-    if (type === 3) throw frameError('reserved zstd block type');
-    if (size > MAX_BLOCK) throw frameError('zstd block larger than 128 KiB');
-    this.need = type === 1 ? 1 : size;
-    if (this.need === 0) this.enterAfterBlock();
-    else this.state = 'blockBody';
-  }
-
-  private enterAfterBlock(): void {
-    this.state = this.lastBlock ? 'checksum' : 'blockHeader';
-    this.need = this.lastBlock ? 4 : 3;
+    done();
   }
 }

@@ -1,6 +1,8 @@
 // The adversarial suite (spec §12 "Adversarial tests"): archives bent by the generator in
 // test/fixtures/bundle/maliciousArchive.ts, each refused by inspect and by hydrate with the right code,
-// and hydrate leaving nothing at all in the destination's parent.
+// and hydrate leaving nothing at all in the destination's parent. It runs twice: with the compressed side read in
+// this thread (how small bundles are read) and on the reading worker with hydrate's file-writer threads (how big
+// bundles are read), so both paths refuse exactly the same archives.
 import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -8,6 +10,7 @@ import { CODEC_TEST_LIMITS, type SessionBundleErrorCode } from '../../../protoco
 import { hydrateSessionBundle, inspectSessionBundle } from '../../../server/bundle';
 import { tempDir } from '../../fixtures/bundle/goldenFixture';
 import { listing, rejectsWith } from '../../fixtures/bundle/harness';
+import { NO_THREADS, THREADS_EVERYWHERE, withTuning } from './threadTuning';
 import {
   bombArchive,
   canonicalFrame,
@@ -132,7 +135,11 @@ function tarCases(): [string, Buffer, SessionBundleErrorCode][] {
   return cases;
 }
 
-describe('bundle/adversarial archives', () => {
+for (const [variant, tuning] of [
+  ['in this thread', NO_THREADS],
+  ['on worker threads', THREADS_EVERYWHERE],
+] as const) describe(`bundle/adversarial archives (read ${variant})`, () => {
+  withTuning(tuning);
   let tmp: { path: string; cleanup: () => void };
   let src: string;
   let parent: string;

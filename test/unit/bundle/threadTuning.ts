@@ -1,0 +1,48 @@
+// Drives the codec's threaded fast paths with small fixtures: every threshold of bundleTuning lowered so worker
+// threads start for any size (the paths change which threads do the work, never the bytes written or accepted).
+import { bundleTuning } from '../../../server/bundle/tuning';
+
+export const THREADS_EVERYWHERE = {
+  hashWorkers: 2,
+  parallelHashMinBytes: 0,
+  workerWriterMinTarBytes: 0,
+  workerReaderMinBytes: 0,
+  fileWriters: 2,
+  syncWorkers: 2,
+  syncWorkersAfterFiles: 0,
+} as const;
+
+export const NO_THREADS = {
+  hashWorkers: 0,
+  parallelHashMinBytes: Number.MAX_SAFE_INTEGER,
+  workerWriterMinTarBytes: Number.MAX_SAFE_INTEGER,
+  workerReaderMinBytes: Number.MAX_SAFE_INTEGER,
+  syncWorkers: 0,
+  syncWorkersAfterFiles: Number.MAX_SAFE_INTEGER,
+} as const;
+
+/** Set tuning fields; returns a function restoring the previous values. */
+export function tune(values: Partial<typeof bundleTuning>): () => void {
+  const saved = { ...bundleTuning };
+  Object.assign(bundleTuning, values);
+  return () => Object.assign(bundleTuning, saved);
+}
+
+/** Mocha hooks running the enclosing suite with `values`. */
+export function withTuning(values: Partial<typeof bundleTuning>): void {
+  let restore: (() => void) | undefined;
+  before(() => (restore = tune(values)));
+  after(() => restore?.());
+}
+
+/** Threads of this process (Linux): worker threads that were not stopped would show here. */
+export function threadCount(): number {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  return (require('node:fs') as typeof import('node:fs')).readdirSync('/proc/self/task').length;
+}
+
+/** Open descriptors of this process (Linux). */
+export function openDescriptors(): number {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  return (require('node:fs') as typeof import('node:fs')).readdirSync('/proc/self/fd').length;
+}
