@@ -59,3 +59,27 @@ export function bool(args: ParsedArgs, name: string): boolean {
 export function writeLine(stream: NodeJS.WritableStream, text: string): void {
   stream.write(text + '\n');
 }
+
+/**
+ * `<command> <verb> [options]`: the verb and its parsed options, or the exit code after printing
+ * the usage (0 for `help`, 2 when the verb is missing or an option is wrong).
+ */
+export function parseVerb(
+  argv: string[],
+  usage: string,
+  spec: { booleans: string[]; values: string[] },
+  stdout: NodeJS.WritableStream,
+  stderr: NodeJS.WritableStream,
+): { verb: string; args: ParsedArgs } | { exitCode: number } {
+  const [verb, ...rest] = argv;
+  if (!verb || verb === '--help' || verb === 'help') {
+    writeLine(verb ? stdout : stderr, usage);
+    return { exitCode: verb ? 0 : 2 };
+  }
+  try {
+    return { verb, args: parseArgs(rest, spec) };
+  } catch (err) {
+    writeLine(stderr, `error: ${(err as Error).message}\n${usage}`);
+    return { exitCode: 2 };
+  }
+}

@@ -7,7 +7,7 @@ import { GatewayClient } from '../../protocol/kruntimes/gatewayClient';
 import type { SandboxRef, SandboxSummary } from '../../protocol/sandboxes';
 import { createLogger } from '../log';
 import { KruntimesSandboxProvider } from '../sandboxes/kruntimes/kruntimesProvider';
-import { bool, flag, parseArgs, UsageError, writeLine, type ParsedArgs } from './args';
+import { bool, flag, parseVerb, UsageError, writeLine, type ParsedArgs } from './args';
 import type { CommandIo } from './io';
 
 const USAGE = `usage: sandbox-sessions kruntimes <command> [options]
@@ -37,18 +37,9 @@ function positiveInt(args: ParsedArgs, name: string): number | undefined {
 
 /** `env`: where KUBECONFIG/HOME are read (default: this process's environment). */
 export async function runKruntimesCommand(argv: string[], io: CommandIo, opts: { env?: NodeJS.ProcessEnv } = {}): Promise<number> {
-  const [verb, ...restArgv] = argv;
-  let args: ParsedArgs;
-  try {
-    if (!verb || verb === '--help' || verb === 'help') {
-      writeLine(verb ? io.stdout : io.stderr, USAGE);
-      return verb ? 0 : 2;
-    }
-    args = parseArgs(restArgv, { booleans: BOOLEANS, values: VALUES });
-  } catch (err) {
-    writeLine(io.stderr, `error: ${(err as Error).message}\n${USAGE}`);
-    return 2;
-  }
+  const parsed = parseVerb(argv, USAGE, { booleans: BOOLEANS, values: VALUES }, io.stdout, io.stderr);
+  if ('exitCode' in parsed) return parsed.exitCode;
+  const { verb, args } = parsed;
   const json = bool(args, 'json');
   const out = (text: string, value: unknown): void => writeLine(io.stdout, json ? JSON.stringify(value) : text);
   const provider = new KruntimesSandboxProvider({ log: createLogger(io.stderr, 'warn'), ...(opts.env ? { env: opts.env } : {}) });

@@ -13,7 +13,7 @@ import { readJsonRecord } from '../local/atomicFile';
 import { ExecRecords, killRecordedGroup, ownerAlive } from '../local/execRecord';
 import { verifyArtifact } from '../local/artifactStore';
 import { defaultStateDir, StateLayout } from '../local/stateRoot';
-import { bool, flag, parseArgs, UsageError, writeLine, type ParsedArgs } from './args';
+import { bool, flag, parseVerb, UsageError, writeLine } from './args';
 import type { CommandIo as CliIo } from './io';
 
 const USAGE = `usage: sandbox-sessions sandbox <command> [options]
@@ -50,18 +50,9 @@ function runSummary(run: Run): Record<string, unknown> {
 }
 
 export async function runSandboxCommand(argv: string[], io: CliIo, opts: SandboxCommandOptions = {}): Promise<number> {
-  const [verb, ...restArgv] = argv;
-  let args: ParsedArgs;
-  try {
-    if (!verb || verb === '--help' || verb === 'help') {
-      writeLine(verb ? io.stdout : io.stderr, USAGE);
-      return verb ? 0 : 2;
-    }
-    args = parseArgs(restArgv, { booleans: BOOLEANS, values: VALUES });
-  } catch (err) {
-    writeLine(io.stderr, `error: ${(err as Error).message}\n${USAGE}`);
-    return 2;
-  }
+  const parsed = parseVerb(argv, USAGE, { booleans: BOOLEANS, values: VALUES }, io.stdout, io.stderr);
+  if ('exitCode' in parsed) return parsed.exitCode;
+  const { verb, args } = parsed;
   const json = bool(args, 'json');
   const stateDir = flag(args, 'state-dir') ?? defaultStateDir();
   const ns = flag(args, 'namespace') ?? 'default';

@@ -4,19 +4,9 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { PassThrough } from 'node:stream';
 import { runActivateCommand, runForkCommand } from '../../../server/cli/activation';
+import { captureIo } from '../../fixtures/cliCapture';
 import { AGENT_SCRIPT, type ActivationWorld, createActivationWorld } from '../../fixtures/activation/harness';
-
-function capture() {
-  const stdout = new PassThrough();
-  const stderr = new PassThrough();
-  let out = '';
-  let err = '';
-  stdout.on('data', (d: Buffer) => (out += d.toString()));
-  stderr.on('data', (d: Buffer) => (err += d.toString()));
-  return { io: { stdout, stderr }, out: () => out, err: () => err };
-}
 
 describe('session activate / session fork CLI (real local gateway)', function () {
   this.timeout(120_000);
@@ -34,7 +24,7 @@ describe('session activate / session fork CLI (real local gateway)', function ()
     fs.writeFileSync(cfg, JSON.stringify({ apiKey: 'from-file' }));
     const deps = { providers: { local: world.provider }, env: { MY_KEY: 'from-env' } };
     const common = ['--repository', world.repoRoot, '--env', 'MY_KEY', '--config-file', `credentials.json=${cfg}`, '--', process.execPath, AGENT_SCRIPT, 'activate'];
-    const a = capture();
+    const a = captureIo();
     assert.equal(await runActivateCommand(['cli', '--message', 'hi there', '--activation-id', 'cli-1', ...common], a.io, deps), 0, a.err());
     assert.match(a.out(), /\[provisional\] start cli-1/);
     assert.match(a.out(), /\[provisional\] outcome completed/);
@@ -42,43 +32,43 @@ describe('session activate / session fork CLI (real local gateway)', function ()
     assert.match(a.out(), /"text": "turn 1: hi there"/);
     assert.match(a.out(), /fileCredentialSha256/);
 
-    const j = capture();
+    const j = captureIo();
     assert.equal(await runActivateCommand(['cli', '--message', 'hi there', '--activation-id', 'cli-1', '--json', ...common], j.io, deps), 0);
     const lines = j.out().trim().split('\n').map((l) => JSON.parse(l) as { result?: { deduplicated: boolean; revision: string } });
     assert.equal(lines.length, 1, 'a deduplicated retry streams nothing');
     assert.equal(lines[0]?.result?.deduplicated, true);
     assert.equal(lines[0]?.result?.revision, 'r1');
 
-    const f = capture();
+    const f = captureIo();
     assert.equal(await runForkCommand(['cli@r1', '--to', 'cli-copy', '--fork-id', 'cli-fork', '--repository', world.repoRoot], f.io), 0, f.err());
     assert.match(f.out(), /forked cli@r1 → cli-copy@r1\n/);
     assert.match(f.out(), /state identity: rewrote makaSessionId/);
-    const again = capture();
+    const again = captureIo();
     assert.equal(await runForkCommand(['cli@r1', '--to', 'cli-copy', '--fork-id', 'cli-fork', '--repository', world.repoRoot], again.io), 0);
     assert.match(again.out(), /already done by this fork id/);
   });
 
   it('usage errors exit 2; a failed activation exits 1 and says why; a refused fork exits 3 or 1', async () => {
     const deps = { providers: { local: world.provider }, env: {} };
-    const u1 = capture();
+    const u1 = captureIo();
     assert.equal(await runActivateCommand(['cli'], u1.io, deps), 2);
     assert.match(u1.err(), /--message is required/);
-    const u2 = capture();
+    const u2 = captureIo();
     assert.equal(await runActivateCommand(['cli', '--message', 'x', '--env', 'NOT_SET_ANYWHERE'], u2.io, deps), 2);
     assert.match(u2.err(), /not set/);
-    const u3 = capture();
+    const u3 = captureIo();
     assert.equal(await runForkCommand(['cli', '--repository', world.repoRoot], u3.io), 2);
     assert.match(u3.err(), /name the source revision explicitly/);
-    const crash = capture();
+    const crash = captureIo();
     assert.equal(
       await runActivateCommand(['cli', '--message', '!crash', '--repository', world.repoRoot, '--', process.execPath, AGENT_SCRIPT, 'activate'], crash.io, deps),
       1,
     );
     assert.match(crash.out(), /not committed: agent_failed/);
-    const missing = capture();
+    const missing = captureIo();
     assert.equal(await runForkCommand(['cli@r9', '--repository', world.repoRoot], missing.io), 1);
     assert.match(missing.err(), /source_revision_not_available/);
-    const self = capture();
+    const self = captureIo();
     assert.equal(await runForkCommand(['cli@r1', '--to', 'cli', '--repository', world.repoRoot], self.io), 3);
   });
 });

@@ -3,20 +3,15 @@
 import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { PassThrough } from 'node:stream';
 import { runBundleCommand } from '../../../server/cli/bundle';
 import { createFixture, GOLDEN, tempDir } from '../../fixtures/bundle/goldenFixture';
 import { listing } from '../../fixtures/bundle/harness';
+import { captureIo } from '../../fixtures/cliCapture';
 
 async function run(argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const stdout = new PassThrough();
-  const stderr = new PassThrough();
-  let out = '';
-  let err = '';
-  stdout.on('data', (d: Buffer) => (out += d.toString()));
-  stderr.on('data', (d: Buffer) => (err += d.toString()));
-  const code = await runBundleCommand(argv, { stdout, stderr });
-  return { code, stdout: out, stderr: err };
+  const c = captureIo();
+  const code = await runBundleCommand(argv, c.io);
+  return { code, stdout: c.out(), stderr: c.err() };
 }
 
 describe('bundle/cli', () => {

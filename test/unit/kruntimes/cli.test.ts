@@ -3,26 +3,16 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { PassThrough } from 'node:stream';
 import { runKruntimesCommand } from '../../../server/cli/kruntimes';
+import { captureIo } from '../../fixtures/cliCapture';
 import { type ClusterTarget, startClusterTarget, wantsRealCluster } from '../../fixtures/cluster/target';
-
-function capture() {
-  const stdout = new PassThrough();
-  const stderr = new PassThrough();
-  let out = '';
-  let err = '';
-  stdout.on('data', (d: Buffer) => (out += d.toString()));
-  stderr.on('data', (d: Buffer) => (err += d.toString()));
-  return { io: { stdout, stderr }, out: () => out, err: () => err };
-}
 
 describe('sandbox-sessions kruntimes CLI (cluster simulator)', function () {
   this.timeout(120_000);
   let target: ClusterTarget;
   let env: NodeJS.ProcessEnv;
   const cli = async (...argv: string[]) => {
-    const c = capture();
+    const c = captureIo();
     const code = await runKruntimesCommand([...argv, '--context', target.context, '--namespace', target.namespace], c.io, { env });
     return { code, out: c.out(), err: c.err() };
   };

@@ -4,20 +4,15 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { PassThrough } from 'node:stream';
 import { runSessionCommand } from '../../../server/cli/session';
 import { type PostgresServer, startPostgres } from '../../fixtures/postgres';
 import { scratchBase } from '../../fixtures/repository/harness';
+import { captureIo } from '../../fixtures/cliCapture';
 
 async function cli(argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const stdout = new PassThrough();
-  const stderr = new PassThrough();
-  let out = '';
-  let err = '';
-  stdout.on('data', (d: Buffer) => (out += d.toString()));
-  stderr.on('data', (d: Buffer) => (err += d.toString()));
-  const code = await runSessionCommand(argv, { stdout, stderr });
-  return { code, stdout: out, stderr: err };
+  const c = captureIo();
+  const code = await runSessionCommand(argv, c.io);
+  return { code, stdout: c.out(), stderr: c.err() };
 }
 
 function cliSuite(location: () => string): void {
