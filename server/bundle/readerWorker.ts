@@ -7,10 +7,11 @@
 // calling thread's large heap cost a full garbage collection every few MB; in the worker's tiny heap they are
 // nearly free. Reading, hashing and frame checks also leave the calling thread, which validates and writes files.
 // Worker code is plain JavaScript (see threadPool.ts for why).
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import type { SessionBundleLimits, SessionBundleOperation } from '../../protocol/bundle';
 import { SessionBundleError } from './errors';
 import { checkQuota } from './limits';
+import { startCodecWorker } from './threadPool';
 import { bundleZstdDecoderParams, FRAME_HEADER, FRAME_SCANNER_SOURCE } from './zstdFrame';
 
 const SLOTS = 4;
@@ -153,14 +154,9 @@ export class ArchiveReaderWorker {
     private readonly operation: SessionBundleOperation,
     private readonly onRead?: (bytes: number) => void,
   ) {
-    this.worker = new Worker(WORKER_SOURCE, {
-      eval: true,
-      execArgv: [],
-      stdout: false,
-      stderr: false,
-      trackUnmanagedFds: false,
-      resourceLimits: { maxYoungGenerationSizeMb: 4, maxOldGenerationSizeMb: 32 },
-      workerData: {
+    this.worker = startCodecWorker(
+      WORKER_SOURCE,
+      {
         fd,
         ring: this.ring,
         slots: SLOTS,
@@ -171,7 +167,8 @@ export class ArchiveReaderWorker {
         params: bundleZstdDecoderParams(),
         header: new Uint8Array(FRAME_HEADER),
       },
-    });
+      { youngMb: 4, oldMb: 32 },
+    );
     this.worker.on('message', (reply: Reply) => {
       this.replies.push(reply);
       this.notify();

@@ -7,6 +7,23 @@
 // this is quick and no descriptor is left open), then terminate. A worker that dies is reported through `onError`.
 import { Worker } from 'node:worker_threads';
 
+/**
+ * A worker running an `eval`ed plain-JavaScript program with the codec's settings: no inherited
+ * execArgv or stdio, its own fds only, and a small heap (these programs keep almost nothing alive,
+ * so small heaps keep an operation's peak RSS down).
+ */
+export function startCodecWorker(source: string, workerData: Record<string, unknown>, heap: { youngMb: number; oldMb: number }): Worker {
+  return new Worker(source, {
+    eval: true,
+    execArgv: [],
+    stdout: false,
+    stderr: false,
+    trackUnmanagedFds: false,
+    resourceLimits: { maxYoungGenerationSizeMb: heap.youngMb, maxOldGenerationSizeMb: heap.oldMb },
+    workerData,
+  });
+}
+
 export interface ThreadPoolHandlers {
   /** A reply from worker `slot`; `final` when it is the one reply to a posted message. */
   onReply(slot: number, reply: unknown, final: boolean): void;
@@ -32,16 +49,7 @@ export class ThreadPool {
 
   constructor(source: string, size: number, private readonly handlers: ThreadPoolHandlers, data: Record<string, unknown> = {}) {
     for (let slot = 0; slot < size; slot++) {
-      const worker = new Worker(PRELUDE + source, {
-        eval: true,
-        execArgv: [],
-        stdout: false,
-        stderr: false,
-        workerData: { ...data, stop: this.stop.buffer },
-        trackUnmanagedFds: false,
-        // These programs keep almost nothing alive: small heaps keep the operation's peak RSS down.
-        resourceLimits: { maxYoungGenerationSizeMb: 2, maxOldGenerationSizeMb: 16 },
-      });
+      const worker = startCodecWorker(PRELUDE + source, { ...data, stop: this.stop.buffer }, { youngMb: 2, oldMb: 16 });
       this.workers.push(worker);
       this.owed.push(0);
       this.alive.push(true);

@@ -7,9 +7,10 @@
 // the calling thread's large heap every few MB of them cost a full garbage collection; a worker's heap is tiny,
 // so there the same collections are nearly free. Hashing and writing the output also leave the calling thread,
 // which keeps reading and re-hashing sources. Worker code is plain JavaScript (see threadPool.ts for why).
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import type { SessionBundleLimits } from '../../protocol/bundle';
 import { checkQuota } from './limits';
+import { startCodecWorker } from './threadPool';
 import type { ArchiveSink } from './archiveWriter';
 import { bundleZstdParams, NODE_TRAILING_EMPTY_FRAME, TRAILER_HOLD_SOURCE } from './zstdFrame';
 
@@ -144,14 +145,9 @@ export class WorkerArchiveWriter implements ArchiveSink {
       this.slots.push(Buffer.from(ring, i * options.batchBytes, options.batchBytes));
       this.free.push(SLOTS - 1 - i);
     }
-    this.worker = new Worker(WORKER_SOURCE, {
-      eval: true,
-      execArgv: [],
-      stdout: false,
-      stderr: false,
-      trackUnmanagedFds: false,
-      resourceLimits: { maxYoungGenerationSizeMb: 4, maxOldGenerationSizeMb: 32 },
-      workerData: {
+    this.worker = startCodecWorker(
+      WORKER_SOURCE,
+      {
         ring,
         slotBytes: options.batchBytes,
         fd: options.fd,
@@ -160,7 +156,8 @@ export class WorkerArchiveWriter implements ArchiveSink {
         trailer: new Uint8Array(NODE_TRAILING_EMPTY_FRAME),
         syncEvery: SYNC_EVERY,
       },
-    });
+      { youngMb: 4, oldMb: 32 },
+    );
     this.worker.on('message', (reply: Reply) => this.onReply(reply));
     this.worker.on('error', (err) => this.fail(err));
     this.worker.on('exit', () => {
