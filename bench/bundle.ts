@@ -3,15 +3,22 @@
 // Prints time ratios of the medians over N runs (goal: pack ≤ 1.3×, hydrate ≤ 1.5×; baseline and codec alternate, so
 // both see the same machine load) and the codec's peak RSS (goal: < 200 MB), measured in a child process through
 // process.resourceUsage().maxRSS.
+// Also the floors, measured in the same runs: Node's built-in zstd alone compressing the baseline's tar (same
+// parameters, streamed from a file to a file) and decompressing the codec's archive. The format pins Node's zstd
+// (its bytes are the bundle's bytes), so pack can never be faster than the first, and it must hash every file
+// before it may start compressing (the manifest with the tree digest comes first).
 // Run: npx tsx bench/bundle.ts [--small] [--runs N]      (--small: ~20 MB, 500 files; default 5 runs)
 import { execFileSync, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createReadStream, createWriteStream, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { DEFAULT_PEOPLE_LIMITS } from '../protocol/bundle';
 import { hydrateSessionBundle, inspectSessionBundle, packSessionBundle } from '../server/bundle';
+import { createBundleZstdCompressor, createBundleZstdDecompressor } from '../server/bundle/zstdFrame';
 
 const SESSION = 'bench-session';
 
@@ -90,6 +97,10 @@ async function child(mode: string, a: string, b: string): Promise<void> {
       destination: b,
       limits: DEFAULT_PEOPLE_LIMITS,
     });
+  } else if (mode === 'zstd') {
+    await pipeline(createReadStream(a, { highWaterMark: 2 * 1024 * 1024 }), createBundleZstdCompressor(8 * 1024 * 1024), createWriteStream(b));
+  } else if (mode === 'unzstd') {
+    await pipeline(createReadStream(a, { highWaterMark: 2 * 1024 * 1024 }), createBundleZstdDecompressor(), new Writable({ write: (_chunk, _enc, done) => done() }));
   } else if (mode === 'inspect') {
     await inspectSessionBundle({ source: { path: a }, limits: DEFAULT_PEOPLE_LIMITS });
   } else {
@@ -128,7 +139,9 @@ async function main(): Promise<void> {
     const generated = generateTree(tree, files, bytes);
     console.log(`tree: ${files} files, ${(generated / 1024 / 1024).toFixed(1)} MiB (half text, half binary) — median of ${runs} runs each`);
     execFileSync('sh', ['-c', `cat $(find ${tree} -type f) > /dev/null`]); // warm the page cache for everyone
-    const times = { basePack: [] as number[], codecPack: [] as number[], baseHydrate: [] as number[], codecHydrate: [] as number[], codecInspect: [] as number[] };
+    const times = { basePack: [] as number[], codecPack: [] as number[], baseHydrate: [] as number[], codecHydrate: [] as number[], codecInspect: [] as number[], nodeZstd: [] as number[], nodeUnzstd: [] as number[] };
+    const baseTar = join(work, 'base.tar');
+    execFileSync('tar', ['-cf', baseTar, '-C', tree, 'state', 'workspace']);
     let packRss = 0;
     let hydrateRss = 0;
     let sizes = { base: 0, codec: 0 };
@@ -138,11 +151,13 @@ async function main(): Promise<void> {
       times.basePack.push(timeShell(`tar -cf - -C ${tree} state workspace | zstd -3 -q -o ${baseOut}`));
       const pack = await runChild(['pack', tree, codecOut]);
       times.codecPack.push(pack.ms);
+      times.nodeZstd.push((await runChild(['zstd', baseTar, join(work, `node-${r}.zst`)])).ms);
       packRss = Math.max(packRss, pack.maxRssMiB);
       const baseDest = join(work, `base-h-${r}`);
       mkdirSync(baseDest);
       times.baseHydrate.push(timeShell(`zstd -d -q -c ${baseOut} | tar -xf - -C ${baseDest}`));
       times.codecInspect.push((await runChild(['inspect', codecOut, ''])).ms);
+      times.nodeUnzstd.push((await runChild(['unzstd', codecOut, ''])).ms);
       const hydrate = await runChild(['hydrate', codecOut, join(work, `codec-h-${r}`)]);
       times.codecHydrate.push(hydrate.ms);
       hydrateRss = Math.max(hydrateRss, hydrate.maxRssMiB);
@@ -152,15 +167,17 @@ async function main(): Promise<void> {
     }
     const f = (ms: number): string => `${(ms / 1000).toFixed(2)} s`;
     const all = (xs: number[]): string => xs.map((ms) => (ms / 1000).toFixed(2)).join(' ');
-    const m = { basePack: median(times.basePack), codecPack: median(times.codecPack), baseHydrate: median(times.baseHydrate), codecHydrate: median(times.codecHydrate), codecInspect: median(times.codecInspect) };
+    const m = { basePack: median(times.basePack), codecPack: median(times.codecPack), baseHydrate: median(times.baseHydrate), codecHydrate: median(times.codecHydrate), codecInspect: median(times.codecInspect), nodeZstd: median(times.nodeZstd), nodeUnzstd: median(times.nodeUnzstd) };
     const packRatio = m.codecPack / m.basePack;
     const hydrateRatio = m.codecHydrate / m.baseHydrate;
     console.log(`archive size: codec ${(sizes.codec / 1024 / 1024).toFixed(1)} MiB, baseline ${(sizes.base / 1024 / 1024).toFixed(1)} MiB`);
     console.log(`pack:    codec ${f(m.codecPack)} vs tar|zstd -3 ${f(m.basePack)} → ${packRatio.toFixed(2)}× (goal ≤ 1.30×) ${packRatio <= 1.3 ? 'ok' : 'MISSED'}`);
     console.log(`         runs (s): codec ${all(times.codecPack)}; baseline ${all(times.basePack)}`);
+    console.log(`         floor: Node's zstd alone on the same tar ${f(m.nodeZstd)} → ${(m.nodeZstd / m.basePack).toFixed(2)}× (runs: ${all(times.nodeZstd)})`);
     console.log(`hydrate: codec ${f(m.codecHydrate)} vs zstd -d|tar -x ${f(m.baseHydrate)} → ${hydrateRatio.toFixed(2)}× (goal ≤ 1.50×) ${hydrateRatio <= 1.5 ? 'ok' : 'MISSED'}`);
     console.log(`         runs (s): codec ${all(times.codecHydrate)}; baseline ${all(times.baseHydrate)}`);
     console.log(`         (of which validation alone, as inspect: ${f(m.codecInspect)}; the rest is creating and fsyncing files)`);
+    console.log(`         Node's zstd decompression alone ${f(m.nodeUnzstd)} → ${(m.nodeUnzstd / m.baseHydrate).toFixed(2)}× (runs: ${all(times.nodeUnzstd)})`);
     const rss = Math.max(packRss, hydrateRss);
     console.log(`peak RSS: pack ${packRss.toFixed(0)} MiB, hydrate ${hydrateRss.toFixed(0)} MiB (goal < 200 MB) ${rss * 1.048576 < 200 ? 'ok' : 'MISSED'}`);
   } finally {
