@@ -11,6 +11,7 @@ import { SANDBOX_SCHEME, SandboxFileSystemProvider, sandboxUri } from './fs/sand
 import { activeSandboxKey } from './sandboxes/activeSandbox';
 import { takePendingOpen } from './sandboxes/pendingOpen';
 import { SandboxRegistry } from './sandboxes/registry';
+import { SandboxUsage } from './sandboxes/sandboxUsage';
 import { SandboxPseudoterminal, sandboxTerminalOptions, SandboxTaskTerminal, type TerminalFactoryDeps } from './terminal/sandboxPseudoterminal';
 import { SandboxStatusBar } from './views/statusBar';
 import { SandboxTreeProvider } from './views/sandboxTree';
@@ -62,6 +63,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Sandbo
     sessions,
     vscode.window.registerTreeDataProvider('sandboxSessions.sessions', sessions),
     new SandboxStatusBar(registry),
+    new SandboxUsage(registry, log),
     ...registerSandboxCommands({ context, companion, registry, tree, log, terminals }),
     ...registerSessionCommands({ companion, registry, sessions, log }),
     vscode.window.registerTerminalProfileProvider('sandboxSessions.shell', {

@@ -310,6 +310,15 @@ export const companionMethods = {
       },
     },
   }),
+  'sandboxes/release': defineMethod('sandboxes/release', {
+    description:
+      "Ends this server's hold on a sandbox it opened: the session lease heartbeats stop, so a sandbox created with " +
+      '`leaseTimeoutSeconds` expires once no other client holds its lease. The sandbox itself keeps running; `sandboxes/open` ' +
+      'holds it again. `released` is false when this server held no lease for it.',
+    params: z.object({ ref: SandboxRefSchema }),
+    result: z.object({ released: z.boolean() }),
+    example: { params: { ref: { provider: 'local', context: 'local', namespace: 'default', name: 'sbx-7k2p9' } }, result: { released: true } },
+  }),
   'sandboxes/terminate': defineMethod('sandboxes/terminate', {
     description:
       'Closes a sandbox: `Drain` finishes accepted work and exports its artifacts (ends Succeeded), `Immediate` cancels ' +

@@ -121,6 +121,8 @@ export const SandboxConnectionSchema = z.object({
    */
   tls: z.object({ servername: z.string().optional(), rejectUnauthorized: z.boolean().optional() }).optional(),
   capabilities: GatewayCapabilitiesSchema.optional(),
+  /** Present when the Run has a session lease, which the companion server now holds until `sandboxes/release`. */
+  lease: z.object({ timeoutSeconds: z.number().int().min(1) }).optional(),
 });
 export type SandboxConnection = z.infer<typeof SandboxConnectionSchema>;
 

@@ -166,6 +166,7 @@ export function registerSandboxCommands(deps: CommandDeps): vscode.Disposable[] 
               ...(context ? { context } : {}),
               ...(args.name ? { name: args.name } : {}),
               idleTimeoutSeconds: vscode.workspace.getConfiguration('sandboxSessions').get<number>('sandbox.idleTimeoutSeconds', 3600),
+              ...leaseSetting(),
             },
             waitForReady: true,
           },
@@ -276,4 +277,10 @@ export function registerSandboxCommands(deps: CommandDeps): vscode.Disposable[] 
       if (picked) await vscode.commands.executeCommand(picked.command, s.key);
     }),
   ];
+}
+
+/** `sandboxSessions.sandbox.leaseTimeoutSeconds` as a spec field (absent for 0: no lease). */
+function leaseSetting(): { leaseTimeoutSeconds?: number } {
+  const seconds = Math.floor(vscode.workspace.getConfiguration('sandboxSessions').get<number>('sandbox.leaseTimeoutSeconds', 0));
+  return seconds >= 1 ? { leaseTimeoutSeconds: seconds } : {};
 }

@@ -12,6 +12,7 @@ import type { SandboxConnection } from './connection';
 class RegistryConnection implements SandboxConnection {
   private current: Promise<{ client: GatewayClient; capabilities: GatewayCapabilities | undefined }> | undefined;
   private caps: GatewayCapabilities | undefined;
+  private leased = false;
 
   constructor(
     readonly key: string,
@@ -23,18 +24,27 @@ class RegistryConnection implements SandboxConnection {
     return this.ref.name;
   }
 
+  /** True while this window's connection is open and the companion server holds the sandbox's lease for it. */
+  get holdsLease(): boolean {
+    return this.current !== undefined && this.leased;
+  }
+
   client(): Promise<GatewayClient> {
     if (!this.current) {
       const opening = this.registry.companion.request('sandboxes/open', { ref: this.ref }).then((c) => {
         // Reads may meet informer lag right after Ready; retry them briefly.
         const client = new GatewayClient({ endpoint: c.endpoint, token: c.token, tls: c.tls, readRetryWindowMs: 5000 });
         this.caps = c.capabilities;
+        this.leased = c.lease !== undefined;
         return { client, capabilities: c.capabilities };
       });
       this.current = opening;
-      opening.catch(() => {
-        if (this.current === opening) this.current = undefined;
-      });
+      opening.then(
+        () => this.registry.connectionOpened(this.key),
+        () => {
+          if (this.current === opening) this.current = undefined;
+        },
+      );
     }
     return this.current.then((c) => c.client);
   }
@@ -62,9 +72,12 @@ export class SandboxRegistry implements vscode.Disposable {
   private readonly summaries = new Map<string, SandboxSummary>();
   private readonly connections = new Map<string, RegistryConnection>();
   private readonly changed = new vscode.EventEmitter<SandboxSummary | undefined>();
+  private readonly opened = new vscode.EventEmitter<string>();
   private readonly subscriptions: vscode.Disposable[] = [];
   /** Fires with the changed sandbox, or undefined when many may have changed. */
   readonly onDidChange = this.changed.event;
+  /** Fires with a sandbox key once the companion server has opened it for this window. */
+  readonly onDidOpenConnection = this.opened.event;
 
   constructor(readonly companion: CompanionClient) {
     this.subscriptions.push(
@@ -104,6 +117,27 @@ export class SandboxRegistry implements vscode.Disposable {
     return c;
   }
 
+  /** Keys of the sandboxes whose lease the companion server holds for this window's open connections. */
+  leasedKeys(): string[] {
+    return [...this.connections.values()].filter((c) => c.holdsLease).map((c) => c.key);
+  }
+
+  connectionOpened(key: string): void {
+    this.opened.fire(key);
+  }
+
+  /**
+   * Closes this window's connection to a sandbox and asks the companion server to stop holding its lease; the next
+   * use opens it again. Resolves to whether a lease was held.
+   */
+  async release(key: string): Promise<boolean> {
+    const connection = this.connections.get(key);
+    if (!connection) return false;
+    connection.invalidate();
+    const { released } = await this.companion.request('sandboxes/release', { ref: connection.ref });
+    return released;
+  }
+
   /** Lists a provider's sandboxes and updates the cache. */
   async list(provider: SandboxRef['provider'], filter: { context?: string; namespace?: string } = {}): Promise<SandboxSummary[]> {
     const { sandboxes } = await this.companion.request('sandboxes/list', { provider, ...filter });
@@ -128,5 +162,6 @@ export class SandboxRegistry implements vscode.Disposable {
     for (const c of this.connections.values()) c.dispose();
     for (const s of this.subscriptions) s.dispose();
     this.changed.dispose();
+    this.opened.dispose();
   }
 }

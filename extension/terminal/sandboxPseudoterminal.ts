@@ -19,8 +19,11 @@ export class SandboxPseudoterminal implements vscode.Pseudoterminal {
   readonly session: TerminalSession;
   /** The last 64 KiB written to the terminal (for diagnostics and the integration tests). */
   transcript = '';
+  /** The sandbox key this terminal runs commands in. */
+  readonly key: string;
 
   constructor(connection: SandboxConnection, options: { showIntroduction: boolean; cwd?: string; onCommandFinished?: (cwd: string) => void }) {
+    this.key = connection.key;
     this.session = new TerminalSession({
       connection,
       write: (d) => {
@@ -45,6 +48,12 @@ export class SandboxPseudoterminal implements vscode.Pseudoterminal {
   handleInput(data: string): void {
     this.session.handleInput(data);
   }
+}
+
+/** The sandbox key of a Sandbox terminal, or undefined for other terminals. */
+export function sandboxTerminalKey(terminal: vscode.Terminal): string | undefined {
+  const options = terminal.creationOptions as Partial<vscode.ExtensionTerminalOptions>;
+  return options.pty instanceof SandboxPseudoterminal ? options.pty.key : undefined;
 }
 
 export interface TerminalFactoryDeps {

@@ -74,6 +74,7 @@ export function createMethodHandlers(services: Services): MethodHandlers {
     }),
     'sandboxes/get': async (params) => provider(params.ref.provider).get(params.ref),
     'sandboxes/open': async (params) => provider(params.ref.provider).open(params.ref),
+    'sandboxes/release': async (params) => ({ released: await provider(params.ref.provider).release(params.ref) }),
     'sandboxes/terminate': async (params, ctx) => ({
       sandbox: await provider(params.ref.provider).terminate(params.ref, params.mode, {
         ...work(ctx),

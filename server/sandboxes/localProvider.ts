@@ -185,11 +185,14 @@ export class LocalSandboxProvider implements SandboxProvider {
     try {
       const status = await client.status();
       const connection: SandboxConnection = { endpoint: { url: endpoint.url }, token: handle.token, ...(status.capabilities ? { capabilities: status.capabilities } : {}) };
-      this.leases.hold(ref, connection, run.spec.mode.session?.leaseTimeoutSeconds);
-      return connection;
+      return this.leases.hold(ref, connection, run.spec.mode.session?.leaseTimeoutSeconds);
     } finally {
       await client.close();
     }
+  }
+
+  release(ref: SandboxRef): Promise<boolean> {
+    return this.leases.release(ref);
   }
 
   async terminate(ref: SandboxRef, mode: TerminationMode, options: WorkOptions & { wait: boolean; timeoutMs?: number }): Promise<SandboxSummary> {

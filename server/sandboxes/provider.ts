@@ -31,6 +31,8 @@ export interface SandboxProvider {
   get(ref: SandboxRef): Promise<{ sandbox: SandboxSummary; run: Run }>;
   /** What the data plane needs; only for a Ready session Run whose endpoint matches its UID. */
   open(ref: SandboxRef): Promise<SandboxConnection>;
+  /** Stops holding the sandbox's session lease (the sandbox keeps running); false when none was held. */
+  release(ref: SandboxRef): Promise<boolean>;
   terminate(ref: SandboxRef, mode: TerminationMode, options: WorkOptions & { wait: boolean; timeoutMs?: number }): Promise<SandboxSummary>;
   delete(ref: SandboxRef): Promise<void>;
   downloadArtifacts(

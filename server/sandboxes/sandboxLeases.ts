@@ -1,6 +1,7 @@
 // The session leases this server holds: a sandbox whose Run has `leaseTimeoutSeconds` stays
 // alive only while someone sends `operations:ws` heartbeats, so from the moment it is opened
-// until it is terminated, deleted or the server exits, one lease keeper per sandbox does.
+// until it is released (the editor stopped using it), terminated, deleted or the server exits,
+// one lease keeper per sandbox does.
 import type { SandboxConnection, SandboxRef } from '../../protocol/sandboxes';
 import { sandboxKey } from '../../protocol/sandboxes';
 import type { Logger } from '../log';
@@ -11,10 +12,15 @@ export class SandboxLeases {
 
   constructor(private readonly log: Logger) {}
 
-  /** Starts heartbeats for `ref` unless they already run (no-op without a lease). */
-  hold(ref: SandboxRef, connection: SandboxConnection, leaseTimeoutSeconds: number | undefined): void {
+  /**
+   * Starts heartbeats for `ref` unless they already run, and returns `connection` saying so (unchanged when the Run
+   * has no lease).
+   */
+  hold(ref: SandboxRef, connection: SandboxConnection, leaseTimeoutSeconds: number | undefined): SandboxConnection {
     const key = sandboxKey(ref);
-    if (leaseTimeoutSeconds === undefined || this.held.has(key)) return;
+    if (leaseTimeoutSeconds === undefined) return connection;
+    const held = { ...connection, lease: { timeoutSeconds: leaseTimeoutSeconds } };
+    if (this.held.has(key)) return held;
     const hold = holdLease({
       endpointUrl: connection.endpoint.url,
       token: connection.token,
@@ -28,13 +34,16 @@ export class SandboxLeases {
       },
     });
     this.held.set(key, hold);
+    return held;
   }
 
-  async release(ref: SandboxRef): Promise<void> {
+  /** Stops the heartbeats for `ref`; false when none ran. */
+  async release(ref: SandboxRef): Promise<boolean> {
     const key = sandboxKey(ref);
     const hold = this.held.get(key);
     this.held.delete(key);
     await hold?.stop();
+    return hold !== undefined;
   }
 
   async dispose(): Promise<void> {

@@ -231,8 +231,7 @@ export class KruntimesSandboxProvider implements SandboxProvider {
     } finally {
       await client.close();
     }
-    this.leases.hold(ref, connection, run.spec.mode.session?.leaseTimeoutSeconds);
-    return connection;
+    return this.leases.hold(ref, connection, run.spec.mode.session?.leaseTimeoutSeconds);
   }
 
   /** A started forwarder to `target`, shared by every caller for the provider's lifetime. */
@@ -246,6 +245,10 @@ export class KruntimesSandboxProvider implements SandboxProvider {
       this.forwarders.set(key, f);
     }
     return f;
+  }
+
+  release(ref: SandboxRef): Promise<boolean> {
+    return this.leases.release(ref);
   }
 
   async terminate(ref: SandboxRef, mode: TerminationMode, options: WorkOptions & { wait: boolean; timeoutMs?: number }): Promise<SandboxSummary> {

@@ -138,6 +138,25 @@ describe('kruntimes provider: access, refusals and watches (cluster simulator)',
     await provider.delete(sandbox.ref);
   });
 
+  it('a released lease expires while the provider keeps running; opening holds it again', async () => {
+    const own = target.provider();
+    try {
+      const sandbox = await own.create(spec({ leaseTimeoutSeconds: 3 }), { waitForReady: true });
+      assert.deepEqual((await own.open(sandbox.ref)).lease, { timeoutSeconds: 3 });
+      assert.equal(await own.release(sandbox.ref), true);
+      assert.deepEqual((await own.open(sandbox.ref)).lease, { timeoutSeconds: 3 }, 'opened again: held again');
+      await sleep(4500);
+      assert.equal((await phaseOf(sandbox.ref.name)).phase, 'Ready', 'held again past the lease');
+      assert.equal(await own.release(sandbox.ref), true);
+      assert.equal(await own.release(sandbox.ref), false, 'nothing left to release');
+      const s = await until(sandbox.ref.name, 'Timeout', 10_000);
+      assert.equal(s.message, 'session lease expired');
+      await provider.delete(sandbox.ref);
+    } finally {
+      await own.dispose();
+    }
+  });
+
   it('golden 33 and 34: the API server refuses a termination downgrade and Drain on a task Run with 422 and the CEL message', async () => {
     const sandbox = await provider.create(spec(), { waitForReady: true });
     await api.patchTermination(target.namespace, sandbox.ref.name, 'Immediate');

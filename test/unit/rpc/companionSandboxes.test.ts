@@ -122,6 +122,30 @@ describe('companion server: sandboxes on the local runtime', function () {
     await request('sandboxes/delete', { ref: second.ref });
     await rejectsWith(request('sandboxes/get', { ref: second.ref }), 'not_found');
   });
+
+  it('holds an opened sandbox past its lease and lets it expire once released', async () => {
+    const { sandbox: leased } = await request<{ sandbox: SandboxSummary }>('sandboxes/create', {
+      spec: { provider: 'local', runtime: 'process', namespace: 'default', leaseTimeoutSeconds: 2 },
+    });
+    assert.deepEqual(await request('sandboxes/release', { ref: leased.ref }), { released: false }, 'nothing is held before open');
+    const opened = await request<SandboxConnection>('sandboxes/open', { ref: leased.ref });
+    assert.deepEqual(opened.lease, { timeoutSeconds: 2 }, 'open says the server now holds the lease');
+    await new Promise((r) => setTimeout(r, 4000)); // twice the lease: only the heartbeats keep it
+    const held = await request<{ sandbox: SandboxSummary }>('sandboxes/get', { ref: leased.ref });
+    assert.equal(held.sandbox.phase, 'Ready');
+
+    assert.deepEqual(await request('sandboxes/release', { ref: leased.ref }), { released: true });
+    assert.deepEqual(await request('sandboxes/release', { ref: leased.ref }), { released: false }, 'a second release finds nothing');
+    const deadline = Date.now() + 15_000;
+    let after = held.sandbox;
+    while (after.phase === 'Ready' && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 250));
+      ({ sandbox: after } = await request<{ sandbox: SandboxSummary }>('sandboxes/get', { ref: leased.ref }));
+    }
+    assert.equal(after.phase, 'Timeout');
+    assert.equal(after.message, 'session lease expired');
+    await request('sandboxes/delete', { ref: leased.ref });
+  });
 });
 
 describe('companion server: the local gateway restarts underneath it', function () {

@@ -1,0 +1,52 @@
+// A sandbox created with a lease timeout lives while this window uses it and expires once it does not: the
+// companion server holds the lease from the moment the window opens the sandbox (here: a Sandbox terminal), keeps
+// it while the terminal is open, and stops (sandboxes/release) a few seconds after the terminal closes — without
+// touching sandboxes that have no lease. (Workspace folders count the same way, but adding a folder to this
+// single-folder test window would restart the extension host; the e2e flows open sandboxes as folders.)
+import assert from 'node:assert/strict';
+import * as vscode from 'vscode';
+import type { SandboxSummary } from '../../../protocol/sandboxes';
+import { api, newLocalSandbox, plain, until } from './helpers';
+
+const LEASE_SECONDS = 2;
+
+async function summaryOf(ref: SandboxSummary['ref']): Promise<SandboxSummary> {
+  const { sandbox } = await (await api()).companion.request('sandboxes/get', { ref });
+  return sandbox;
+}
+
+describe('session leases follow what the window uses', () => {
+  it('holds a leased sandbox while its terminal is open and releases it after the terminal closes', async function () {
+    this.timeout(60_000);
+    const exported = await api();
+    const { sandbox: leased } = await exported.companion.request('sandboxes/create', {
+      spec: { provider: 'local', runtime: 'process', namespace: 'default', leaseTimeoutSeconds: LEASE_SECONDS },
+      waitForReady: true,
+    });
+    const unleased = await newLocalSandbox();
+    const other = vscode.Uri.from({ scheme: 'sandbox', authority: unleased.key, path: '/' });
+
+    const terminal = await vscode.commands.executeCommand<vscode.Terminal | undefined>('sandboxSessions.openTerminal', leased.key);
+    assert.ok(terminal, 'a terminal was opened');
+    const screen = () => plain(exported.terminalTranscript(terminal) ?? '');
+    await until(() => screen().includes(`${leased.ref.name}:/$ `), 'the prompt');
+    terminal.sendText('echo leased-and-alive', true);
+    await until(() => /leased-and-alive\r\n/.test(screen()), 'the command output');
+    await vscode.workspace.fs.readDirectory(other); // an open connection without a lease
+    assert.deepEqual(exported.registry.leasedKeys(), [leased.key]);
+
+    // Well past the lease: only the heartbeats keep it Ready.
+    await new Promise((r) => setTimeout(r, (LEASE_SECONDS + 3) * 1000));
+    assert.equal((await summaryOf(leased.ref)).phase, 'Ready');
+
+    terminal.dispose();
+    await until(async () => (await summaryOf(leased.ref)).phase !== 'Ready', 'the released sandbox to expire', 20_000);
+    const expired = await summaryOf(leased.ref);
+    assert.equal(expired.phase, 'Timeout');
+    assert.equal(expired.message, 'session lease expired');
+    assert.deepEqual(exported.registry.leasedKeys(), []);
+    // The sandbox without a lease is untouched and still answers.
+    assert.equal((await summaryOf(unleased.ref)).phase, 'Ready');
+    assert.ok(Array.isArray(await vscode.workspace.fs.readDirectory(other)));
+  });
+});
