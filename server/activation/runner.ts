@@ -24,7 +24,7 @@ import { DEFAULT_PEOPLE_LIMITS, type SessionBundleLimits } from '../../protocol/
 import { GatewayClient } from '../../protocol/kruntimes/gatewayClient';
 import type { CommittedSessionRevision } from '../../protocol/repository';
 import type { ProviderKind, SandboxRef } from '../../protocol/sandboxes';
-import { hydrateSessionBundle, packSessionBundle, prepareWorkspaceSnapshot, SessionBundleError, SessionSnapshotError } from '../bundle';
+import { hydrateSessionBundle, packSessionBundle, type PreparedSnapshot, prepareWorkspaceSnapshot, SessionBundleError, SessionSnapshotError } from '../bundle';
 import { classifyWorkspacePath } from '../bundle/snapshotPolicy';
 import type { Logger } from '../log';
 import { newOwnerToken } from '../repository/activationStore';
@@ -34,6 +34,7 @@ import { isSessionRepositoryError, SessionRepositoryError } from '../repository/
 import { encodeJcs } from '../repository/jcs';
 import type { ActivationRecord, PendingActivationCommit } from '../repository/records';
 import type { SandboxProvider } from '../sandboxes/provider';
+import { confirmedHostRoot, placeSession } from '../sandboxes/hostPlacement';
 import { downloadTree, uploadTree } from '../sandboxes/transfer';
 import { runAgentCommand } from './agentCommand';
 import { ActivationError, isActivationError } from './errors';
@@ -318,11 +319,17 @@ export class ActivationRunner {
       const root = pwd.stdout.toString('utf8').trim();
       if (pwd.exitCode !== 0 || !root.startsWith('/')) throw new ActivationError('sandbox_failed', `cannot find the sandbox root (pwd exited ${pwd.exitCode})`);
 
-      // 5. Hydrate into it; 6. the request as a JSON file; credentials under the config root.
-      progress('hydrate', 'copying the session into the sandbox');
-      await client.createDirectory(REMOTE.session, { signal });
-      await uploadTree(client, path.join(hydrated, 'state'), REMOTE.state, { signal });
-      await uploadTree(client, path.join(hydrated, 'workspace'), REMOTE.workspace, { signal });
+      // 5. Hydrate into it (moved straight into a local sandbox's directory, else file by file through the
+      // gateway); 6. the request as a JSON file; credentials under the config root.
+      const hostRoot = await confirmedHostRoot(await provider.hostDirectory?.(created.ref), root);
+      progress('hydrate', hostRoot !== undefined ? "moving the session into the sandbox's directory" : 'copying the session into the sandbox, file by file');
+      if (hostRoot !== undefined) {
+        await placeSession(hydrated, path.join(hostRoot, REMOTE.session));
+      } else {
+        await client.createDirectory(REMOTE.session, { signal });
+        await uploadTree(client, path.join(hydrated, 'state'), REMOTE.state, { signal });
+        await uploadTree(client, path.join(hydrated, 'workspace'), REMOTE.workspace, { signal });
+      }
       const makaSessionId = makaSessionIdOf(identity);
       const activationRequest: ActivationRequest = {
         schemaVersion: 1,
@@ -351,20 +358,37 @@ export class ActivationRunner {
         onEvent: ctx.onEvent,
       });
 
-      // 8. Bring state and workspace back; snapshot (policy) and pack.
-      progress('download', 'copying state and workspace out of the sandbox');
-      const back = path.join(scratch, 'back');
-      await fsp.mkdir(back, { mode: 0o700 });
-      await downloadTree(client, REMOTE.state, path.join(back, 'state'), { signal });
-      await downloadTree(client, REMOTE.workspace, path.join(back, 'workspace'), {
-        signal,
-        // Excluded by the policy anyway (.git, node_modules, caches, logs): not worth the transfer.
-        skip: (rel, isDirectory) => classifyWorkspacePath(rel.split('/'), isDirectory).verdict === 'exclude',
-      });
-      progress('snapshot', 'applying the workspace policy');
+      // 8. Bring state and workspace back; snapshot (policy) and pack. A local sandbox's directory is snapshotted
+      // in place (one copy instead of two), unless it holds what only the gateway brings back faithfully (a symbolic
+      // link, which the gateway follows inside the sandbox and the snapshot refuses): then the gateway path, as for
+      // any other sandbox.
       const staging = path.join(scratch, 'staging');
       await fsp.mkdir(staging, { mode: 0o700 });
-      const snapshot = await prepareWorkspaceSnapshot({ stateRoot: path.join(back, 'state'), workspaceRoot: path.join(back, 'workspace'), stagingParent: staging });
+      let snapshot: PreparedSnapshot | undefined;
+      if (hostRoot !== undefined) {
+        progress('download', "reading state and workspace in the sandbox's directory");
+        progress('snapshot', 'applying the workspace policy');
+        const session = path.join(hostRoot, REMOTE.session);
+        snapshot = await prepareWorkspaceSnapshot({ stateRoot: path.join(session, 'state'), workspaceRoot: path.join(session, 'workspace'), stagingParent: staging }).catch(
+          (err: unknown) => {
+            if (err instanceof SessionSnapshotError && err.code === 'unsafe_source') return undefined;
+            throw err;
+          },
+        );
+      }
+      if (snapshot === undefined) {
+        progress('download', 'copying state and workspace out of the sandbox, file by file');
+        const back = path.join(scratch, 'back');
+        await fsp.mkdir(back, { mode: 0o700 });
+        await downloadTree(client, REMOTE.state, path.join(back, 'state'), { signal });
+        await downloadTree(client, REMOTE.workspace, path.join(back, 'workspace'), {
+          signal,
+          // Excluded by the policy anyway (.git, node_modules, caches, logs): not worth the transfer.
+          skip: (rel, isDirectory) => classifyWorkspacePath(rel.split('/'), isDirectory).verdict === 'exclude',
+        });
+        progress('snapshot', 'applying the workspace policy');
+        snapshot = await prepareWorkspaceSnapshot({ stateRoot: path.join(back, 'state'), workspaceRoot: path.join(back, 'workspace'), stagingParent: staging });
+      }
       let artifactPath: string;
       let artifact;
       progress('pack', 'packing the session');

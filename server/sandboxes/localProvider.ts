@@ -191,6 +191,16 @@ export class LocalSandboxProvider implements SandboxProvider {
     }
   }
 
+  /** The Run's workspace directory under the daemon's state root, while the Run is Ready and the directory is ours. */
+  async hostDirectory(ref: SandboxRef): Promise<string | undefined> {
+    const run = await this.getRun(ref);
+    const uid = run.metadata.uid;
+    if (run.status?.phase !== 'Ready' || uid === undefined) return undefined;
+    const dir = new StateLayout(this.stateDir).workspaceDir(uid);
+    const st = await fsp.lstat(dir).catch(() => undefined);
+    return st?.isDirectory() === true && st.uid === process.getuid?.() ? dir : undefined;
+  }
+
   release(ref: SandboxRef): Promise<boolean> {
     return this.leases.release(ref);
   }

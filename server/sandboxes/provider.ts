@@ -31,6 +31,11 @@ export interface SandboxProvider {
   get(ref: SandboxRef): Promise<{ sandbox: SandboxSummary; run: Run }>;
   /** What the data plane needs; only for a Ready session Run whose endpoint matches its UID. */
   open(ref: SandboxRef): Promise<SandboxConnection>;
+  /**
+   * The sandbox's root as a directory of this machine, when the provider keeps it here (the local runtime), so an
+   * activation can move a session in without one gateway call per file. Undefined when it lives elsewhere.
+   */
+  hostDirectory?(ref: SandboxRef): Promise<string | undefined>;
   /** Stops holding the sandbox's session lease (the sandbox keeps running); false when none was held. */
   release(ref: SandboxRef): Promise<boolean>;
   terminate(ref: SandboxRef, mode: TerminationMode, options: WorkOptions & { wait: boolean; timeoutMs?: number }): Promise<SandboxSummary>;

@@ -2,6 +2,9 @@
 // works on any provider and any runtime image with a POSIX shell: files of one call go as
 // writeFile/read; larger ones in parts (part files joined with a sha256 check on the way in,
 // ranged reads or `dd` on the way out); executable bits are carried by one `chmod`/`find`.
+// Calls are independent per file, so up to TRANSFER_CONCURRENCY of them are in flight (directories
+// level by level, parents first): a call's time is mostly the two ends encoding and writing, which
+// overlap when several run at once.
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
@@ -35,6 +38,40 @@ export class TransferError extends Error {
 const CHUNK = 512 * 1024;
 /** Argument lists stay well below ARG_MAX and the request cap. */
 const ARGV_BATCH = 200;
+/** Gateway calls in flight per transfer (the gateway client keeps 8 connections). */
+export const TRANSFER_CONCURRENCY = 8;
+
+/**
+ * Runs `work` on every item with at most `limit` at once. After the first failure no new item starts; the ones
+ * running settle, then the first failure is thrown.
+ */
+async function forEachConcurrently<T>(items: readonly T[], limit: number, work: (item: T) => Promise<void>, signal?: AbortSignal): Promise<void> {
+  let next = 0;
+  let failure: { error: unknown } | undefined;
+  const lane = async (): Promise<void> => {
+    while (failure === undefined && next < items.length) {
+      const item = items[next++] as T;
+      try {
+        signal?.throwIfAborted();
+        await work(item);
+      } catch (error) {
+        failure ??= { error };
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
+  if (failure !== undefined) throw failure.error;
+}
+
+/** Entries grouped by depth (number of `/` in the relative path), shallowest first. */
+function byDepth<T extends { rel: string }>(entries: readonly T[]): T[][] {
+  const levels: T[][] = [];
+  for (const e of entries) {
+    const depth = e.rel.split('/').length - 1;
+    (levels[depth] ??= []).push(e);
+  }
+  return levels.filter((level) => level !== undefined);
+}
 
 const join = (dir: string, name: string) => (dir === '' ? name : posix.join(dir, name));
 
@@ -78,30 +115,35 @@ async function runChecked(client: GatewayClient, argv: string[], what: string, s
 /** Copies `localDir` into the sandbox at `remoteDir` (created if missing). */
 export async function uploadTree(client: GatewayClient, localDir: string, remoteDir: string, options: TransferOptions = {}): Promise<TransferResult> {
   const entries = await walkLocal(localDir);
-  const total = entries.reduce((n, e) => n + e.size, 0);
+  const files = entries.filter((e) => !e.directory);
+  const directories = entries.filter((e) => e.directory);
+  const total = files.reduce((n, e) => n + e.size, 0);
   let done = 0;
-  if (remoteDir !== '') await client.createDirectory(remoteDir, { signal: options.signal });
-  const executables: string[] = [];
-  for (const e of entries) {
-    options.signal?.throwIfAborted();
-    const remote = join(remoteDir, e.rel);
-    if (e.directory) {
-      await client.createDirectory(remote, { signal: options.signal });
-      continue;
-    }
-    if (e.size <= GatewayLimits.maxWriteBytes) {
-      await client.writeFile(remote, await fsp.readFile(path.join(localDir, e.rel)), { createParents: false }, { signal: options.signal });
-    } else {
-      await uploadLarge(client, path.join(localDir, e.rel), remote, options.signal);
-    }
-    if (e.executable) executables.push(remote);
-    done += e.size;
-    options.progress?.(done, total);
+  const { signal } = options;
+  if (remoteDir !== '') await client.createDirectory(remoteDir, { signal });
+  for (const level of byDepth(directories)) {
+    await forEachConcurrently(level, TRANSFER_CONCURRENCY, (e) => client.createDirectory(join(remoteDir, e.rel), { signal }), signal);
   }
+  await forEachConcurrently(
+    files,
+    TRANSFER_CONCURRENCY,
+    async (e) => {
+      const remote = join(remoteDir, e.rel);
+      if (e.size <= GatewayLimits.maxWriteBytes) {
+        await client.writeFile(remote, await fsp.readFile(path.join(localDir, e.rel)), { createParents: false }, { signal });
+      } else {
+        await uploadLarge(client, path.join(localDir, e.rel), remote, signal);
+      }
+      done += e.size;
+      options.progress?.(done, total);
+    },
+    signal,
+  );
+  const executables = files.filter((e) => e.executable).map((e) => join(remoteDir, e.rel));
   for (let i = 0; i < executables.length; i += ARGV_BATCH) {
-    await runChecked(client, ['chmod', '+x', '--', ...executables.slice(i, i + ARGV_BATCH)], 'chmod', options.signal);
+    await runChecked(client, ['chmod', '+x', '--', ...executables.slice(i, i + ARGV_BATCH)], 'chmod', signal);
   }
-  return { files: entries.filter((e) => !e.directory).length, directories: entries.filter((e) => e.directory).length, bytes: total };
+  return { files: files.length, directories: directories.length, bytes: total };
 }
 
 async function uploadLarge(client: GatewayClient, file: string, remote: string, signal?: AbortSignal): Promise<void> {
@@ -138,47 +180,63 @@ export async function downloadTree(
   options: TransferOptions & { skip?: (relPath: string, isDirectory: boolean) => boolean } = {},
 ): Promise<TransferResult> {
   await fsp.mkdir(localDir, { recursive: false, mode: 0o700 });
+  const { signal } = options;
   const files: { rel: string; size: number }[] = [];
   let directories = 0;
-  // First the listing (reads only), so progress knows the total.
-  const list = async (rel: string) => {
-    for await (const e of client.list(join(remoteDir, rel), { signal: options.signal })) {
-      if (e.path === '' || e.path === '.' || e.path === '..' || e.path.includes('/')) {
-        throw new TransferError('unsafe_path', `the sandbox listed an unsafe name ${JSON.stringify(e.path)}`);
-      }
-      const childRel = rel === '' ? e.path : `${rel}/${e.path}`;
-      if (options.skip?.(childRel, e.directory === true)) continue;
-      if (e.directory) {
-        directories += 1;
-        await fsp.mkdir(path.join(localDir, childRel), { mode: 0o755 });
-        await list(childRel);
-      } else {
-        files.push({ rel: childRel, size: e.sizeBytes ?? 0 });
-      }
-    }
-  };
-  await list('');
+  // First the listing (reads only, a level at a time), so progress knows the total.
+  let level = [''];
+  while (level.length > 0) {
+    const below: string[] = [];
+    await forEachConcurrently(
+      level,
+      TRANSFER_CONCURRENCY,
+      async (rel) => {
+        for await (const e of client.list(join(remoteDir, rel), { signal })) {
+          if (e.path === '' || e.path === '.' || e.path === '..' || e.path.includes('/')) {
+            throw new TransferError('unsafe_path', `the sandbox listed an unsafe name ${JSON.stringify(e.path)}`);
+          }
+          const childRel = rel === '' ? e.path : `${rel}/${e.path}`;
+          if (options.skip?.(childRel, e.directory === true)) continue;
+          if (e.directory) {
+            directories += 1;
+            await fsp.mkdir(path.join(localDir, childRel), { mode: 0o755 });
+            below.push(childRel);
+          } else {
+            files.push({ rel: childRel, size: e.sizeBytes ?? 0 });
+          }
+        }
+      },
+      signal,
+    );
+    level = below;
+  }
   const total = files.reduce((n, f) => n + f.size, 0);
   let done = 0;
-  for (const f of files) {
-    options.signal?.throwIfAborted();
-    const remote = join(remoteDir, f.rel);
-    const target = path.join(localDir, f.rel);
-    const first = await client.read(remote, { maxBytes: GatewayLimits.maxReadBytes }, { signal: options.signal });
-    if (!first.truncated) {
-      await fsp.writeFile(target, first.contents, { flag: 'wx', mode: 0o644 });
-    } else {
-      await downloadLarge(client, remote, target, f.size, options.signal);
-    }
-    done += f.size;
-    options.progress?.(done, total);
-  }
+  let rangedReads: Promise<boolean> | undefined;
+  const ranged = (): Promise<boolean> => (rangedReads ??= client.status({ signal }).then((s) => s.capabilities?.rangedReads === true));
+  await forEachConcurrently(
+    files,
+    TRANSFER_CONCURRENCY,
+    async (f) => {
+      const remote = join(remoteDir, f.rel);
+      const target = path.join(localDir, f.rel);
+      const first = await client.read(remote, { maxBytes: GatewayLimits.maxReadBytes }, { signal });
+      if (!first.truncated) {
+        await fsp.writeFile(target, first.contents, { flag: 'wx', mode: 0o644 });
+      } else {
+        await downloadLarge(client, remote, target, f.size, await ranged(), signal);
+      }
+      done += f.size;
+      options.progress?.(done, total);
+    },
+    signal,
+  );
   // Executable bits: one listing of the executable files.
   const listing = await runChecked(
     client,
     ['find', remoteDir === '' ? '.' : remoteDir, '-type', 'f', '-perm', '-u+x', '-print0'],
     'listing executable files',
-    options.signal,
+    signal,
   );
   for (const raw of listing.toString('utf8').split('\0').filter(Boolean)) {
     const rel = posix.relative(remoteDir === '' ? '.' : remoteDir, raw);
@@ -189,9 +247,7 @@ export async function downloadTree(
   return { files: files.length, directories, bytes: total };
 }
 
-async function downloadLarge(client: GatewayClient, remote: string, target: string, size: number, signal?: AbortSignal): Promise<void> {
-  const status = await client.status({ signal });
-  const ranged = status.capabilities?.rangedReads === true;
+async function downloadLarge(client: GatewayClient, remote: string, target: string, size: number, ranged: boolean, signal?: AbortSignal): Promise<void> {
   const handle = await fsp.open(target, 'wx', 0o644);
   try {
     let offset = 0;

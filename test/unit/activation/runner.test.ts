@@ -86,6 +86,53 @@ describe('activation runner (real local gateway, fresh sandboxes)', function () 
     assert.deepEqual(world.invocations(), ['a1', 'a2']);
   });
 
+  it('moves the session into a local sandbox through its directory, and through the gateway when there is none: same turns either way', async () => {
+    const provider = world.provider;
+    const original = provider.hostDirectory.bind(provider);
+    const placed: string[] = [];
+    try {
+      provider.hostDirectory = async (ref) => {
+        const dir = await original(ref);
+        if (dir !== undefined) placed.push(dir);
+        return dir;
+      };
+      const runner = world.runner();
+      const how: string[] = [];
+      const onProgress = (phase: string, text?: string): void => void (phase === 'hydrate' && how.push(text ?? ''));
+      assert.equal((await runner.run(message('paths', 'p1', 'by directory'), { onProgress })).commit, 'committed');
+      assert.equal(placed.length, 1, 'the local sandbox offered its directory');
+      assert.deepEqual(how, ["moving the session into the sandbox's directory"]);
+      assert.ok(!fs.existsSync(placed[0] as string), 'the sandbox (and its directory) is gone afterwards');
+
+      provider.hostDirectory = async () => undefined; // as for a sandbox on a cluster
+      const second = await runner.run(message('paths', 'p2', 'by gateway'), { onProgress });
+      assert.equal(second.commit, 'committed');
+      assert.deepEqual(how.slice(1), ['copying the session into the sandbox, file by file']);
+      assert.deepEqual(response(second).history, ['by directory'], 'the turn placed by directory reached the gateway-fed turn');
+
+      provider.hostDirectory = original;
+      const third = await runner.run(message('paths', 'p3', 'by directory again'));
+      assert.deepEqual(response(third).history, ['by directory', 'by gateway']);
+      const tree = await checkoutTree(world, 'paths');
+      assert.equal(fs.readFileSync(path.join(tree, 'workspace/notes.md'), 'utf8'), 'turn 1: by directory\nturn 2: by gateway\nturn 3: by directory again\n');
+    } finally {
+      provider.hostDirectory = original;
+    }
+  });
+
+  it('a symbolic link left in a local sandbox takes the gateway path back, as on a cluster: it returns as the file it names', async () => {
+    const how: string[] = [];
+    const result = await world.runner().run(message('linked', 'l1', '!link latest'), {
+      onProgress: (phase, text) => void (phase === 'download' && how.push(text ?? '')),
+    });
+    assert.equal(result.commit, 'committed', JSON.stringify(result));
+    assert.deepEqual(how, ["reading state and workspace in the sandbox's directory", 'copying state and workspace out of the sandbox, file by file']);
+    const tree = await checkoutTree(world, 'linked');
+    const latest = fs.lstatSync(path.join(tree, 'workspace/latest'));
+    assert.ok(latest.isFile(), 'a regular file in the bundle');
+    assert.equal(fs.readFileSync(path.join(tree, 'workspace/latest'), 'utf8'), 'turn 1: !link latest\n');
+  });
+
   it('a sandbox killed before commit: nothing committed, the previous revision intact; retrying the id runs once and commits once', async () => {
     const runner = world.runner();
     await runner.run(message('kill', 'k1', 'base'));

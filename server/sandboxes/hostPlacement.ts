@@ -1,0 +1,37 @@
+// Moving a tree into a sandbox whose root is a directory of this machine (the local runtime): by rename, or by a
+// copy when the tree lives on another file system — instead of one gateway call per file (transfer.ts), which for
+// a 100 MB session is most of an activation's overhead. Only for a fresh sandbox that nothing has run in yet: the
+// target must not exist, and nothing is written anywhere else.
+import { promises as fsp } from 'node:fs';
+import path from 'node:path';
+
+/**
+ * The sandbox's root on this machine, if `hostDirectory` (what the provider says) is the very directory commands
+ * see as their root (`sandboxRoot`, from `pwd` inside the sandbox); otherwise undefined, and callers use the gateway.
+ */
+export async function confirmedHostRoot(hostDirectory: string | undefined, sandboxRoot: string): Promise<string | undefined> {
+  if (hostDirectory === undefined) return undefined;
+  const [host, seen] = await Promise.all([fsp.realpath(hostDirectory).catch(() => undefined), fsp.realpath(sandboxRoot).catch(() => undefined)]);
+  return host !== undefined && host === seen ? host : undefined;
+}
+
+/** Moves the directory `from` to `to` (which must not exist; its parent must). Files keep their modes. */
+export async function placeTree(from: string, to: string): Promise<void> {
+  // rename(2) would replace an empty directory at `to`; the target is in a fresh sandbox nothing runs in yet.
+  if ((await fsp.lstat(to).catch(() => undefined)) !== undefined) throw Object.assign(new Error(`${to} already exists`), { code: 'EEXIST' });
+  try {
+    await fsp.rename(from, to);
+    return;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EXDEV') throw err;
+  }
+  await fsp.cp(from, to, { recursive: true, errorOnExist: true, force: false, verbatimSymlinks: true });
+  await fsp.rm(from, { recursive: true, force: true });
+}
+
+/** Places a hydrated `state/` and `workspace/` pair under `sessionDir` (created, 0755). */
+export async function placeSession(hydrated: string, sessionDir: string): Promise<void> {
+  await fsp.mkdir(sessionDir, { mode: 0o755 });
+  await fsp.chmod(sessionDir, 0o755);
+  for (const part of ['state', 'workspace']) await placeTree(path.join(hydrated, part), path.join(sessionDir, part));
+}
