@@ -28,7 +28,7 @@ import { hydrateSessionBundle, packSessionBundle, type PreparedSnapshot, prepare
 import { classifyWorkspacePath } from '../bundle/snapshotPolicy';
 import type { Logger } from '../log';
 import { newOwnerToken } from '../repository/activationStore';
-import { materializeSessionCheckpointV1, publishSessionCheckpointV1 } from '../repository/checkpoint';
+import { openSessionCheckpointBundleV1, publishSessionCheckpointV1 } from '../repository/checkpoint';
 import type { SessionRepository } from '../repository/contract';
 import { isSessionRepositoryError, SessionRepositoryError } from '../repository/errors';
 import { encodeJcs } from '../repository/jcs';
@@ -285,20 +285,23 @@ export class ActivationRunner {
       const hydrated = path.join(scratch, 'hydrated');
       let identity: StateIdentity | undefined;
       if (base) {
-        const bundle = await materializeSessionCheckpointV1({
+        const bundle = await openSessionCheckpointBundleV1({
           objectStore: this.repo.objects,
           checkpoint: base.checkpoint,
-          destination: path.join(scratch, 'base.tar.zst'),
+          copyTo: path.join(scratch, 'base.tar.zst'),
           maxBytes: this.limits.maxCompressedBytes,
         });
-        const h = await hydrateSessionBundle({
-          source: { path: bundle.path, expectedArchiveDigest: bundle.expectedArchiveDigest },
-          expectedSessionId: sessionId,
-          destinationRoot: hydrated,
-          limits: this.limits,
-        });
-        identity = { mediaType: h.manifest.stateIdentity.mediaType, bytes: await fsp.readFile(path.join(hydrated, 'state-identity.json')) };
-        await fsp.rm(bundle.path, { force: true });
+        try {
+          const h = await hydrateSessionBundle({
+            source: { path: bundle.path, expectedArchiveDigest: bundle.expectedArchiveDigest },
+            expectedSessionId: sessionId,
+            destinationRoot: hydrated,
+            limits: this.limits,
+          });
+          identity = { mediaType: h.manifest.stateIdentity.mediaType, bytes: await fsp.readFile(path.join(hydrated, 'state-identity.json')) };
+        } finally {
+          await bundle.release();
+        }
       } else {
         await fsp.mkdir(path.join(hydrated, 'state'), { recursive: true });
         await fsp.mkdir(path.join(hydrated, 'workspace'), { recursive: true });

@@ -1,6 +1,7 @@
 // Session checkpoints (spec §9.1): the JCS-encoded SessionCheckpointManifestV1 that points at the
 // immutable bundle object, its publication order (bundle → verify → manifest → verify, all before
 // any head moves), its admission check, and materializing a checkpoint's bundle for hydration.
+import fsp from 'node:fs/promises';
 import {
   SESSION_BUNDLE_MEDIA_TYPE,
   SESSION_CHECKPOINT_MANIFEST_MEDIA_TYPE,
@@ -96,4 +97,26 @@ export async function materializeSessionCheckpointV1(input: {
   const bundle = checkpoint.value.compatibilityBundle;
   const out = await input.objectStore.materialize({ ref: bundle, destination: input.destination, maxBytes: input.maxBytes });
   return { path: out.path, expectedArchiveDigest: bundle.digest, bytes: out.bytes };
+}
+
+/**
+ * The checkpoint's bundle as a file for the codec to read and verify (`expectedArchiveDigest`): the stored object
+ * itself when the store keeps objects as files, else a verified copy at `copyTo`; `release` removes the copy (and
+ * leaves a stored object alone). The manifest is re-verified first, as for materialize.
+ */
+export async function openSessionCheckpointBundleV1(input: {
+  objectStore: ImmutableObjectStore;
+  checkpoint: StoredSessionCheckpoint;
+  copyTo: string;
+  maxBytes: number;
+}): Promise<{ path: string; expectedArchiveDigest: string; release(): Promise<void> }> {
+  const checkpoint = admitStoredCheckpoint(input.checkpoint);
+  const bundle = checkpoint.value.compatibilityBundle;
+  const stored = await input.objectStore.storedFile?.(bundle, input.maxBytes);
+  if (stored !== undefined) {
+    await input.objectStore.assertReadable(checkpoint.manifest);
+    return { path: stored, expectedArchiveDigest: bundle.digest, release: async () => undefined };
+  }
+  const copy = await materializeSessionCheckpointV1({ objectStore: input.objectStore, checkpoint: input.checkpoint, destination: input.copyTo, maxBytes: input.maxBytes });
+  return { path: copy.path, expectedArchiveDigest: copy.expectedArchiveDigest, release: () => fsp.rm(copy.path, { force: true }) };
 }

@@ -144,6 +144,17 @@ export class FileObjectStore implements ImmutableObjectStore {
     });
   }
 
+  async storedFile(ref: ImmutableObjectRef, maxBytes: number): Promise<string | undefined> {
+    checkMaxBytes(maxBytes);
+    const id = this.objectIdOf(ref);
+    if (ref.bytes > maxBytes) {
+      throw new SessionRepositoryError('quota_exceeded', `object ${ref.objectRef} has ${ref.bytes} bytes, more than the limit of ${maxBytes}`);
+    }
+    const file = this.pathOf(id);
+    const st = await fs.lstat(file).catch(() => undefined);
+    return st?.isFile() === true && st.size === ref.bytes ? file : undefined;
+  }
+
   /** Size and mtime of a stored object; undefined when absent. */
   async stat(id: string): Promise<StoredObjectInfo | undefined> {
     try {

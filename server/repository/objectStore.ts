@@ -39,6 +39,12 @@ export interface ImmutableObjectStore {
   assertReadable(ref: ImmutableObjectRef): Promise<void>;
   /** Copies the object to a new file, verifying while copying; the destination appears only if it verified. */
   materialize(input: MaterializeObjectInput): Promise<MaterializedObject>;
+  /**
+   * The file that holds the object, for a reader that verifies size and digest itself while it reads (the bundle
+   * codec does) — no copy. Absent when objects are not files (PostgreSQL); undefined when the object is missing.
+   * `quota_exceeded` when the object is larger than `maxBytes`.
+   */
+  storedFile?(ref: ImmutableObjectRef, maxBytes: number): Promise<string | undefined>;
   /** The store's object id for a ref (`integrity_mismatch` for a foreign or non-canonical ref). */
   objectIdOf(ref: ImmutableObjectRef): string;
 }

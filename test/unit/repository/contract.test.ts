@@ -5,7 +5,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { StoredSessionCheckpoint } from '../../../protocol/repository';
-import { materializeSessionCheckpointV1, publishSessionCheckpointV1 } from '../../../server/repository/checkpoint';
+import { materializeSessionCheckpointV1, openSessionCheckpointBundleV1, publishSessionCheckpointV1 } from '../../../server/repository/checkpoint';
 import type { SessionRepository } from '../../../server/repository/contract';
 import { isSessionRepositoryError, SessionRepositoryError } from '../../../server/repository/errors';
 import type { ImmutableObjectStore } from '../../../server/repository/objectStore';
@@ -305,6 +305,26 @@ function contractSuite(makeHarness: () => AdapterHarness): void {
     assert.equal(fs.existsSync(dest), false);
     assert.deepEqual(fs.readdirSync(h.scratch).filter((n) => n.includes('out.tar.zst')), []);
     await rejectsWith(repo.commit({ sessionId: 's', expectedRevision: 'r1', checkpoint }), 'integrity_mismatch');
+  });
+
+  it('opens a bundle for the codec: the stored file where objects are files, else a verified copy; release removes only a copy', async () => {
+    const checkpoint = await publish('bundle bytes');
+    const copyTo = path.join(h.scratch, 'open.tar.zst');
+    const inPlace = repo.objects.storedFile !== undefined;
+    const opened = await openSessionCheckpointBundleV1({ objectStore: repo.objects, checkpoint, copyTo, maxBytes: 1 << 20 });
+    assert.equal(fs.readFileSync(opened.path, 'utf8'), 'bundle bytes');
+    assert.equal(opened.expectedArchiveDigest, checkpoint.value.compatibilityBundle.digest, 'the recorded digest, for the codec to verify against');
+    assert.equal(sha256File(opened.path), opened.expectedArchiveDigest);
+    assert.equal(opened.path === copyTo, !inPlace);
+    await opened.release();
+    assert.equal(fs.existsSync(opened.path), inPlace, 'a copy is removed, a stored object stays');
+    await rejectsWith(openSessionCheckpointBundleV1({ objectStore: repo.objects, checkpoint, copyTo: path.join(h.scratch, 'small'), maxBytes: 5 }), 'quota_exceeded');
+    if (inPlace) {
+      // Read in place, a damaged object no longer matches the recorded digest the codec checks every byte against.
+      await h.corruptObject(repo.objects.objectIdOf(checkpoint.value.compatibilityBundle));
+      const damaged = await openSessionCheckpointBundleV1({ objectStore: repo.objects, checkpoint, copyTo, maxBytes: 1 << 20 });
+      assert.notEqual(sha256File(damaged.path), damaged.expectedArchiveDigest);
+    }
   });
 
   it('materialize never overwrites and enforces maxBytes', async () => {
