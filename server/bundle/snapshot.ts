@@ -3,11 +3,11 @@
 // out and reported by category; a known secret file refuses the whole snapshot (`policy_rejected`, naming it).
 // Pack then reads the quiet copy, never the live tree. Quiescing the session itself is the caller's job.
 import { randomUUID } from 'node:crypto';
-import { constants, promises as fsp } from 'node:fs';
+import { closeSync, constants, fchmodSync, fstatSync, lstatSync, mkdirSync, openSync, promises as fsp, readdirSync, readSync } from 'node:fs';
 import { join } from 'node:path';
 import type { SnapshotExclusionCategory, WorkspaceSnapshotReport } from '../../protocol/bundle';
 import { SessionSnapshotError } from './errors';
-import { errnoOf, fingerprintOf, READ_CHUNK, sameFingerprint, writeFully } from './fsx';
+import { errnoOf, fingerprintOf, sameFingerprint, writeFullySync } from './fsx';
 import { classifyWorkspacePath } from './snapshotPolicy';
 
 export interface SnapshotOptions {
@@ -32,42 +32,67 @@ interface CopyStats {
   excluded: { path: string; category: SnapshotExclusionCategory }[];
 }
 
-async function copyFile(source: string, target: string, shownPath: string): Promise<number> {
-  const input = await fsp.open(source, constants.O_RDONLY | constants.O_NOFOLLOW);
+/**
+ * The copy runs on synchronous calls — from the page cache each takes microseconds, where an asynchronous call per
+ * step cost a thread-pool round trip (a 200 MB / 5,000-file tree took ~8 s that way, ~0.5 s this way) — and gives
+ * the event loop a turn after every YIELD_BYTES copied or YIELD_ENTRIES entries, so the server keeps answering.
+ */
+const COPY_BUFFER_BYTES = 1024 * 1024;
+const YIELD_BYTES = 8 * 1024 * 1024;
+const YIELD_ENTRIES = 256;
+
+class Pacer {
+  private bytes = 0;
+  private entries = 0;
+  readonly buffer = Buffer.allocUnsafe(COPY_BUFFER_BYTES);
+
+  async step(bytes: number, entries: number): Promise<void> {
+    this.bytes += bytes;
+    this.entries += entries;
+    if (this.bytes < YIELD_BYTES && this.entries < YIELD_ENTRIES) return;
+    this.bytes = 0;
+    this.entries = 0;
+    await new Promise<void>((resolve) => setImmediate(resolve));
+  }
+}
+
+async function copyFile(source: string, target: string, shownPath: string, pacer: Pacer): Promise<number> {
+  const input = openSync(source, constants.O_RDONLY | constants.O_NOFOLLOW);
   try {
-    const before = await input.stat({ bigint: true });
+    const before = fstatSync(input, { bigint: true });
     if (!before.isFile()) throw new SessionSnapshotError('unsafe_source', `cannot snapshot ${JSON.stringify(shownPath)}: not a regular file`, shownPath);
     const mode = (Number(before.mode) & 0o111) !== 0 ? 0o755 : 0o644;
-    const output = await fsp.open(target, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, mode);
+    const output = openSync(target, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, mode);
     let copied = 0;
     try {
-      const buffer = Buffer.allocUnsafe(READ_CHUNK);
+      const buffer = pacer.buffer;
       while (true) {
-        const { bytesRead } = await input.read(buffer, 0, READ_CHUNK, copied);
+        const bytesRead = readSync(input, buffer, 0, buffer.length, copied);
         if (bytesRead === 0) break;
-        await writeFully(output, buffer.subarray(0, bytesRead));
+        writeFullySync(output, buffer.subarray(0, bytesRead));
         copied += bytesRead;
+        await pacer.step(bytesRead, 0);
       }
-      await output.chmod(mode);
+      fchmodSync(output, mode);
     } finally {
-      await output.close();
+      closeSync(output);
     }
-    const after = await input.stat({ bigint: true });
+    const after = fstatSync(input, { bigint: true });
     if (!sameFingerprint(fingerprintOf(before), fingerprintOf(after)) || BigInt(copied) !== after.size) {
       throw new SessionSnapshotError('source_changed', `${JSON.stringify(shownPath)} changed while it was being copied; retry when the session is quiet`, shownPath);
     }
     return copied;
   } finally {
-    await input.close();
+    closeSync(input);
   }
 }
 
 /** Copy `source` into `target` (which exists). `policy` is applied to workspace paths only. */
-async function copyTree(source: string, target: string, label: string, policy: boolean, stats: CopyStats): Promise<void> {
+async function copyTree(source: string, target: string, label: string, policy: boolean, stats: CopyStats, pacer: Pacer): Promise<void> {
   const pending: { dir: string; out: string; segments: string[] }[] = [{ dir: source, out: target, segments: [] }];
   while (pending.length > 0) {
     const { dir, out, segments } = pending.pop() as { dir: string; out: string; segments: string[] };
-    const names = (await fsp.readdir(dir, { encoding: 'buffer' })).sort(Buffer.compare);
+    const names = readdirSync(dir, { encoding: 'buffer' }).sort(Buffer.compare);
     for (const raw of names) {
       let name: string;
       try {
@@ -79,7 +104,8 @@ async function copyTree(source: string, target: string, label: string, policy: b
       const childSegments = [...segments, name];
       const shown = [label, ...childSegments].join('/');
       const from = join(dir, name);
-      const st = await fsp.lstat(from);
+      const st = lstatSync(from);
+      await pacer.step(0, 1);
       const isDirectory = st.isDirectory();
       if (policy) {
         const verdict = classifyWorkspacePath(childSegments, isDirectory);
@@ -93,10 +119,10 @@ async function copyTree(source: string, target: string, label: string, policy: b
       }
       const to = join(out, name);
       if (isDirectory) {
-        await fsp.mkdir(to, { mode: 0o755 });
+        mkdirSync(to, { mode: 0o755 });
         pending.push({ dir: from, out: to, segments: childSegments });
       } else if (st.isFile()) {
-        const bytes = await copyFile(from, to, shown);
+        const bytes = await copyFile(from, to, shown, pacer);
         if (policy) stats.payloadBytes += bytes;
       } else {
         const what = st.isSymbolicLink() ? 'a symbolic link' : 'a special file';
@@ -137,8 +163,9 @@ export async function prepareWorkspaceSnapshot(options: SnapshotOptions): Promis
   try {
     await fsp.mkdir(join(preparing, 'state'), { mode: 0o755 });
     await fsp.mkdir(join(preparing, 'workspace'), { mode: 0o755 });
-    await copyTree(options.stateRoot, join(preparing, 'state'), 'state', false, stats);
-    await copyTree(options.workspaceRoot, join(preparing, 'workspace'), 'workspace', true, stats);
+    const pacer = new Pacer();
+    await copyTree(options.stateRoot, join(preparing, 'state'), 'state', false, stats, pacer);
+    await copyTree(options.workspaceRoot, join(preparing, 'workspace'), 'workspace', true, stats, pacer);
     await fsp.rename(preparing, root);
   } catch (err) {
     await fsp.rm(preparing, { recursive: true, force: true }).catch(() => undefined);

@@ -1,7 +1,7 @@
 // The snapshot step (spec §13 V1 workspace policy): exclusions reported by category, secrets refuse the
 // snapshot naming the file, and no path leads to a packed secret.
 import assert from 'node:assert/strict';
-import { chmodSync, mkdirSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { appendFileSync, chmodSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CODEC_TEST_LIMITS } from '../../../protocol/bundle';
 import { classifyWorkspacePath, hydrateSessionBundle, packSessionBundle, prepareWorkspaceSnapshot, SessionSnapshotError } from '../../../server/bundle';
@@ -117,6 +117,51 @@ describe('bundle/snapshot', () => {
     assert.equal(err.path, 'workspace/link');
     chmodSync(staging, 0o755);
     await snapshotRejects(snapshot(), 'invalid_input');
+    assert.deepEqual(listing(staging), []);
+  });
+
+  it('copies big trees byte for byte while the event loop keeps turning', async () => {
+    const big = Buffer.alloc(24 * 1024 * 1024 + 123);
+    for (let i = 0; i < big.length; i += 4096) big[i] = i % 251;
+    writeFileSync(join(roots.workspaceRoot, 'big.bin'), big);
+    for (let i = 0; i < 600; i++) writeFileSync(join(roots.stateRoot, `n${i}.txt`), `note ${i}\n`);
+    // Other work gets turns while the copy runs: one of them sees big.bin half copied.
+    let sawHalfCopied = false;
+    let ticking = true;
+    const tick = (): void => {
+      const preparing = readdirSync(staging).find((n) => n.endsWith('.preparing'));
+      const st = preparing === undefined ? undefined : statSync(join(staging, preparing, 'workspace', 'big.bin'), { throwIfNoEntry: false });
+      if (st !== undefined && st.size > 0 && st.size < big.length) sawHalfCopied = true;
+      if (ticking) setImmediate(tick);
+    };
+    setImmediate(tick);
+    const prepared = await snapshot();
+    ticking = false;
+    try {
+      assert.ok(sawHalfCopied, 'the event loop turned in the middle of copying a 24 MiB file');
+      assert.ok(readFileSync(join(prepared.snapshot.workspaceRoot, 'big.bin')).equals(big));
+      assert.equal(readFileSync(join(prepared.snapshot.stateRoot, 'n599.txt'), 'utf8'), 'note 599\n');
+      assert.equal(prepared.workspace.payloadBytes > big.length, true);
+    } finally {
+      await prepared.release();
+    }
+  });
+
+  it('refuses a file that changes while it is copied (source_changed) and leaves no snapshot', async () => {
+    const file = join(roots.workspaceRoot, 'growing.bin');
+    writeFileSync(file, Buffer.alloc(32 * 1024 * 1024, 7));
+    let appending = true;
+    const append = (): void => {
+      appendFileSync(file, 'more\n');
+      if (appending) setImmediate(append);
+    };
+    setImmediate(append);
+    try {
+      const err = await snapshotRejects(snapshot(), 'source_changed');
+      assert.equal(err.path, 'workspace/growing.bin');
+    } finally {
+      appending = false;
+    }
     assert.deepEqual(listing(staging), []);
   });
 });
