@@ -411,7 +411,8 @@ export class ActivationRunner {
 
       // 9. Publish, record the pending commit, CAS-commit.
       progress('commit', 'committing');
-      const checkpoint = await publishSessionCheckpointV1({ objectStore: this.repo.objects, compatibilityBundle: artifact });
+      // The packed bundle lives in this activation's private scratch and is not used again: hand it over.
+      const checkpoint = await publishSessionCheckpointV1({ objectStore: this.repo.objects, compatibilityBundle: artifact, handOverBundle: true });
       const pending: PendingActivationCommit = {
         commitId: commitIdFor(sessionId, activationId, ctx.attempt),
         expectedRevision: base ? base.ref.revision : null,

@@ -56,17 +56,21 @@ export async function verifyStoredCheckpoint(objectStore: ImmutableObjectStore, 
   await objectStore.assertReadable(checkpoint.value.compatibilityBundle);
 }
 
-/** Publishes bundle then manifest, verifying each, before the caller may create or commit. */
+/**
+ * Publishes bundle then manifest, verifying each, before the caller may create or commit. `handOverBundle`: the
+ * bundle file is the caller's to give up (see ObjectSource), so a file store may move it in rather than copy it.
+ */
 export async function publishSessionCheckpointV1(input: {
   objectStore: ImmutableObjectStore;
   compatibilityBundle: SessionBundleArtifactRef;
+  handOverBundle?: boolean;
 }): Promise<StoredSessionCheckpoint> {
   const { objectStore, compatibilityBundle } = input;
   const bundle = await objectStore.publish({
     digest: compatibilityBundle.archiveDigest,
     bytes: compatibilityBundle.compressedBytes,
     mediaType: SESSION_BUNDLE_MEDIA_TYPE,
-    source: { kind: 'file', path: compatibilityBundle.path },
+    source: { kind: 'file', path: compatibilityBundle.path, ...(input.handOverBundle === true ? { handOver: true } : {}) },
   });
   await objectStore.assertReadable(bundle);
   const value: SessionCheckpointManifestV1 = { schemaVersion: 1, compatibilityBundle: bundle };

@@ -61,11 +61,16 @@ export class FileObjectStore implements ImmutableObjectStore {
     try {
       await this.ensureShardDir(path.dirname(dest));
       const meter = new DigestMeter(input.bytes, `object source for ${input.digest}`);
-      const source =
-        input.source.kind === 'file'
-          ? createReadStream(input.source.path, { highWaterMark: STREAM_CHUNK })
-          : Readable.from([Buffer.from(input.source.value)]);
-      await pipeline(source, meter, createWriteStream(tmp, { flags: 'wx', mode: 0o600, highWaterMark: STREAM_CHUNK }));
+      if (input.source.kind === 'file' && input.source.handOver === true && (await takeOver(input.source.path, tmp))) {
+        // Renamed into the store: verify the bytes where they now are (a read, no copy).
+        await pipeline(createReadStream(tmp, { highWaterMark: STREAM_CHUNK }), meter, discard());
+      } else {
+        const source =
+          input.source.kind === 'file'
+            ? createReadStream(input.source.path, { highWaterMark: STREAM_CHUNK })
+            : Readable.from([Buffer.from(input.source.value)]);
+        await pipeline(source, meter, createWriteStream(tmp, { flags: 'wx', mode: 0o600, highWaterMark: STREAM_CHUNK }));
+      }
       meter.verify(input.digest);
       const handle = await fs.open(tmp, 'r');
       try {
@@ -238,4 +243,26 @@ export class FileObjectStore implements ImmutableObjectStore {
     }
     await fsyncDir(path.dirname(dir));
   }
+}
+
+/**
+ * Moves a handed-over regular file (not a link) to `tmp` beside the store's objects, made 0600; false when it is on
+ * another file system (the caller then copies). Nothing else may hold the file open for writing: its bytes are
+ * verified after the move, and a mismatch publishes nothing.
+ */
+async function takeOver(source: string, tmp: string): Promise<boolean> {
+  const st = await fs.lstat(source);
+  if (!st.isFile()) return false;
+  try {
+    await fs.rename(source, tmp);
+  } catch (err) {
+    if (errnoCode(err) === 'EXDEV') return false;
+    throw err;
+  }
+  const moved = await fs.lstat(tmp);
+  if (!moved.isFile() || moved.ino !== st.ino || moved.dev !== st.dev) {
+    throw new SessionRepositoryError('integrity_mismatch', 'the handed-over file was replaced while it was moved into the store');
+  }
+  await fs.chmod(tmp, 0o600);
+  return true;
 }

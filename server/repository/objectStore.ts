@@ -9,7 +9,12 @@ import {
 import { SessionRepositoryError } from './errors';
 import { sha256Hex } from './digestMeter';
 
-export type ObjectSource = { kind: 'file'; path: string } | { kind: 'bytes'; value: Uint8Array };
+/**
+ * What to publish. `handOver`: the caller gives the file up (a freshly packed bundle in private scratch, written and
+ * closed): a store on the same file system may rename it into place instead of copying it — verified all the same —
+ * and the caller must not use the path afterwards, whether or not it still exists.
+ */
+export type ObjectSource = { kind: 'file'; path: string; handOver?: boolean } | { kind: 'bytes'; value: Uint8Array };
 
 export interface PublishObjectInput {
   digest: string;

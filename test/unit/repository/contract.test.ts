@@ -8,7 +8,7 @@ import type { StoredSessionCheckpoint } from '../../../protocol/repository';
 import { materializeSessionCheckpointV1, openSessionCheckpointBundleV1, publishSessionCheckpointV1 } from '../../../server/repository/checkpoint';
 import type { SessionRepository } from '../../../server/repository/contract';
 import { isSessionRepositoryError, SessionRepositoryError } from '../../../server/repository/errors';
-import type { ImmutableObjectStore } from '../../../server/repository/objectStore';
+import { type ImmutableObjectStore, objectIdFor } from '../../../server/repository/objectStore';
 import { publishBundle, writeBundleFile } from '../../fixtures/repository/bundles';
 import { type AdapterHarness, fileHarness, postgresHarness } from '../../fixtures/repository/harness';
 import { type PostgresServer, startPostgres } from '../../fixtures/postgres';
@@ -325,6 +325,39 @@ function contractSuite(makeHarness: () => AdapterHarness): void {
       const damaged = await openSessionCheckpointBundleV1({ objectStore: repo.objects, checkpoint, copyTo, maxBytes: 1 << 20 });
       assert.notEqual(sha256File(damaged.path), damaged.expectedArchiveDigest);
     }
+  });
+
+  it('a handed-over bundle is moved into a file store (same inode, no copy) and verified; a store of rows copies it', async () => {
+    const moves = repo.objects.storedFile !== undefined; // the file store; PostgreSQL keeps rows
+    const artifact = writeBundleFile(h.scratch, 'handed over');
+    const inode = fs.statSync(artifact.path).ino;
+    const checkpoint = await publishSessionCheckpointV1({ objectStore: repo.objects, compatibilityBundle: artifact, handOverBundle: true });
+    await repo.createSession({ sessionId: 'moved', agentId: 'a', checkpoint });
+    const copyTo = path.join(h.scratch, 'moved-out.tar.zst');
+    const opened = await openSessionCheckpointBundleV1({ objectStore: repo.objects, checkpoint: (await repo.checkoutCurrent('moved')).checkpoint, copyTo, maxBytes: 1 << 20 });
+    assert.equal(fs.readFileSync(opened.path, 'utf8'), 'handed over');
+    if (moves) {
+      assert.equal(fs.statSync(opened.path).ino, inode, 'the object is the handed-over file itself');
+      assert.equal(fs.statSync(opened.path).mode & 0o777, 0o600);
+      assert.equal(fs.existsSync(artifact.path), false, 'moved, not copied');
+    }
+    await opened.release();
+
+    // A handed-over file whose bytes do not match its digest publishes nothing.
+    const liar = writeBundleFile(h.scratch, 'honest bytes');
+    fs.writeFileSync(liar.path, 'other bytes!');
+    await rejectsWith(publishSessionCheckpointV1({ objectStore: repo.objects, compatibilityBundle: liar, handOverBundle: true }), 'integrity_mismatch');
+    const { mediaType, objectRef } = checkpoint.value.compatibilityBundle;
+    const liarRef = { objectRef: objectRef.slice(0, -64) + objectIdFor(liar.archiveDigest, mediaType), digest: liar.archiveDigest, bytes: liar.compressedBytes, mediaType };
+    await rejectsWith(repo.objects.assertReadable(liarRef), 'object_not_found');
+
+    // A symbolic link is never moved in: its target is copied (and verified), the link and target stay.
+    const target = writeBundleFile(h.scratch, 'behind a link');
+    const link = path.join(h.scratch, 'link.tar.zst');
+    fs.symlinkSync(target.path, link);
+    await publishSessionCheckpointV1({ objectStore: repo.objects, compatibilityBundle: { ...target, path: link }, handOverBundle: true });
+    assert.ok(fs.lstatSync(link).isSymbolicLink());
+    assert.equal(fs.readFileSync(target.path, 'utf8'), 'behind a link');
   });
 
   it('materialize never overwrites and enforces maxBytes', async () => {
