@@ -29,6 +29,11 @@ export async function placeTree(from: string, to: string): Promise<void> {
   await fsp.rm(from, { recursive: true, force: true });
 }
 
+/** Moves every entry of the directory `from` into the existing directory `into`; none of them may exist there. */
+export async function placeEntries(from: string, into: string): Promise<void> {
+  for (const name of (await fsp.readdir(from)).sort()) await placeTree(path.join(from, name), path.join(into, name));
+}
+
 /** Places a hydrated `state/` and `workspace/` pair under `sessionDir` (created, 0755). */
 export async function placeSession(hydrated: string, sessionDir: string): Promise<void> {
   await fsp.mkdir(sessionDir, { mode: 0o755 });

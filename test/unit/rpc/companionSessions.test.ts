@@ -229,6 +229,24 @@ describe('companion server: bundles and sessions', function () {
       assert.equal(revisions.length, 2);
     });
 
+    it('saves a sandbox holding a symbolic link as the file it names (the gateway path, as on a cluster)', async () => {
+      const { sandbox: linked } = await request<{ sandbox: SandboxSummary }>('sandboxes/create', { spec: { provider: 'local', runtime: 'process', namespace: 'default' } });
+      const c = await request<SandboxConnection>('sandboxes/open', { ref: linked.ref });
+      const gw = new GatewayClient({ endpoint: c.endpoint, token: c.token });
+      try {
+        const made = await gw.runCommand({ shell: 'printf "linked\\n" > target.txt && ln -s target.txt latest' });
+        assert.equal(made.exitCode, 0);
+      } finally {
+        await gw.close();
+      }
+      const saved = await request<{ revision: { ref: { revision: string } } }>('sessions/saveSandbox', { sandbox: linked.ref, sessionId: 'linked' });
+      assert.equal(saved.revision.ref.revision, 'r1');
+      const ws = await request<{ entries: { name: string; directory: boolean }[] }>('revisions/list', { sessionId: 'linked', revision: 'r1', path: 'workspace' });
+      assert.deepEqual(ws.entries.map((e) => e.name), ['latest', 'target.txt']);
+      const latest = await request<{ contents: string }>('revisions/read', { sessionId: 'linked', revision: 'r1', path: 'workspace/latest' });
+      assert.equal(Buffer.from(latest.contents, 'base64').toString(), 'linked\n');
+    });
+
     it('answers not_found for an unknown session', async () => {
       await rejectsWith(request('sessions/openInSandbox', { sessionId: 'nope', sandbox: { provider: 'local', runtime: 'process' } }), 'not_found', 'session_not_found');
     });
