@@ -16,4 +16,6 @@ export interface SandboxConnection {
   capabilities(): GatewayCapabilities | undefined;
   /** The last phase the companion server reported, if known. */
   phase(): RunPhase | undefined;
+  /** Marks the sandbox in use (a running task) until disposed, so this window keeps holding its lease. */
+  hold(): { dispose(): void };
 }

@@ -63,6 +63,10 @@ class RegistryConnection implements SandboxConnection {
     return this.registry.summary(this.key)?.phase;
   }
 
+  hold(): { dispose(): void } {
+    return this.registry.hold(this.key);
+  }
+
   dispose(): void {
     this.invalidate();
   }
@@ -72,12 +76,13 @@ export class SandboxRegistry implements vscode.Disposable {
   private readonly summaries = new Map<string, SandboxSummary>();
   private readonly connections = new Map<string, RegistryConnection>();
   private readonly changed = new vscode.EventEmitter<SandboxSummary | undefined>();
-  private readonly opened = new vscode.EventEmitter<string>();
+  private readonly useChanged = new vscode.EventEmitter<string>();
+  private readonly holds = new Map<string, number>();
   private readonly subscriptions: vscode.Disposable[] = [];
   /** Fires with the changed sandbox, or undefined when many may have changed. */
   readonly onDidChange = this.changed.event;
-  /** Fires with a sandbox key once the companion server has opened it for this window. */
-  readonly onDidOpenConnection = this.opened.event;
+  /** Fires with a sandbox key when the companion server has opened it for this window, or a hold on it ended. */
+  readonly onDidChangeUse = this.useChanged.event;
 
   constructor(readonly companion: CompanionClient) {
     this.subscriptions.push(
@@ -123,7 +128,28 @@ export class SandboxRegistry implements vscode.Disposable {
   }
 
   connectionOpened(key: string): void {
-    this.opened.fire(key);
+    this.useChanged.fire(key);
+  }
+
+  /** Marks `key` in use until the result is disposed (see SandboxConnection.hold). */
+  hold(key: string): { dispose(): void } {
+    this.holds.set(key, (this.holds.get(key) ?? 0) + 1);
+    let held = true;
+    return {
+      dispose: () => {
+        if (!held) return;
+        held = false;
+        const left = (this.holds.get(key) ?? 1) - 1;
+        if (left > 0) this.holds.set(key, left);
+        else this.holds.delete(key);
+        this.useChanged.fire(key);
+      },
+    };
+  }
+
+  /** Keys something holds (running tasks). */
+  heldKeys(): string[] {
+    return [...this.holds.keys()];
   }
 
   /**
@@ -162,6 +188,6 @@ export class SandboxRegistry implements vscode.Disposable {
     for (const c of this.connections.values()) c.dispose();
     for (const s of this.subscriptions) s.dispose();
     this.changed.dispose();
-    this.opened.dispose();
+    this.useChanged.dispose();
   }
 }

@@ -1,8 +1,8 @@
 // Lets go of the leased sandboxes this window no longer uses. While a sandbox created with a lease timeout is open
 // here, the companion server holds its session lease (heartbeats on `operations:ws`); once no `sandbox:` workspace
-// folder, Sandbox terminal or open document names it for a few seconds, the window drops its connection and
-// `sandboxes/release` stops the heartbeats — so the sandbox expires when nobody works in it, not when the editor
-// exits. Using it again (reopening the folder, a terminal, a file) opens and holds it again. Sandboxes without a
+// folder, Sandbox terminal, running `sandbox` task or open document names it for a few seconds, the window drops
+// its connection and `sandboxes/release` stops the heartbeats — so the sandbox expires when nobody works in it, not
+// when the editor exits. Using it again (reopening the folder, a terminal, a file) opens and holds it again. Sandboxes without a
 // lease are left alone: there is nothing to let go of.
 import * as vscode from 'vscode';
 import { SANDBOX_SCHEME } from '../fs/sandboxFileSystemProvider';
@@ -27,13 +27,13 @@ export class SandboxUsage implements vscode.Disposable {
       // The closing terminal may still be listed while its event runs.
       vscode.window.onDidCloseTerminal((closing) => this.check({ closing })),
       vscode.workspace.onDidCloseTextDocument((closing) => this.check({ closing })),
-      registry.onDidOpenConnection(check),
+      registry.onDidChangeUse(check),
     ];
   }
 
   /** The sandbox keys something in this window uses right now (not counting `closing`). */
   inUse(closing?: vscode.Terminal | vscode.TextDocument): Set<string> {
-    const keys = new Set<string>();
+    const keys = new Set<string>(this.registry.heldKeys());
     for (const folder of vscode.workspace.workspaceFolders ?? []) if (folder.uri.scheme === SANDBOX_SCHEME) keys.add(folder.uri.authority);
     for (const doc of vscode.workspace.textDocuments) {
       if (doc !== closing && doc.uri.scheme === SANDBOX_SCHEME && !doc.isClosed) keys.add(doc.uri.authority);

@@ -104,6 +104,7 @@ export class SandboxTaskTerminal implements vscode.Pseudoterminal {
     const write = (s: string) => this.writeEmitter.fire(s.replace(/\r?\n/g, '\r\n'));
     write(`\x1b[2m> ${this.command}\x1b[0m\n`);
     let exitCode = 1;
+    const hold = this.connection.hold(); // a running task uses the sandbox like a terminal does
     try {
       const client = await this.connection.client();
       const command = { shell: this.command, ...(this.cwd ? { workingDirectory: this.cwd } : {}) };
@@ -119,6 +120,7 @@ export class SandboxTaskTerminal implements vscode.Pseudoterminal {
     } catch (err) {
       write(this.controller.signal.aborted ? '[cancelled]\n' : `${describeGatewayFailure(err, this.connection.label)}\n`);
     } finally {
+      hold.dispose();
       this.onFinished(this.cwd ?? '');
     }
     this.closeEmitter.fire(exitCode);
