@@ -39,7 +39,7 @@ const CHUNK = 512 * 1024;
 /** Argument lists stay well below ARG_MAX and the request cap. */
 const ARGV_BATCH = 200;
 /** Gateway calls in flight per transfer (the gateway client keeps 8 connections). */
-export const TRANSFER_CONCURRENCY = 8;
+const TRANSFER_CONCURRENCY = 8;
 
 /**
  * Runs `work` on every item with at most `limit` at once. After the first failure no new item starts; the ones

@@ -88,6 +88,35 @@ describe('sandbox tree transfer (real local gateway)', function () {
     await assert.rejects(downloadTree(client, 'copy', dest), /EEXIST/);
   });
 
+  it('moves 300 files in 80 directories two levels deep with several calls in flight, and stops starting new ones once cancelled', async () => {
+    const src = path.join(work, 'many');
+    for (let i = 0; i < 300; i++) {
+      const dir = path.join(src, `d${i % 20}`, `e${i % 3}`);
+      fs.mkdirSync(dir, { recursive: true });
+      fs.writeFileSync(path.join(dir, `f${i}.txt`), `file ${i}\n`.repeat(1 + (i % 7)));
+    }
+    const up = await uploadTree(client, src, 'many');
+    assert.deepEqual([up.files, up.directories], [300, 80]);
+    const back = path.join(work, 'many-back');
+    await downloadTree(client, 'many', back);
+    assert.deepEqual(describeTree(back), describeTree(src));
+
+    const controller = new AbortController();
+    let reported = 0;
+    await assert.rejects(
+      uploadTree(client, src, 'many-cancelled', {
+        signal: controller.signal,
+        progress: () => {
+          reported += 1;
+          if (reported === 10) controller.abort();
+        },
+      }),
+      (e: unknown) => (e as Error).name === 'AbortError',
+    );
+    const copied = (await downloadTree(client, 'many-cancelled', path.join(work, 'many-cancelled'))).files;
+    assert.ok(copied >= 10 && copied < 300, `${copied} files were copied before the cancel took effect`);
+  });
+
   it('refuses symbolic links in the source', async () => {
     const src = path.join(work, 'links');
     fs.mkdirSync(src);
