@@ -1,7 +1,8 @@
-// Moving a tree into a sandbox whose root is a directory of this machine (the local runtime): by rename, or by a
-// copy when the tree lives on another file system — instead of one gateway call per file (transfer.ts), which for
-// a 100 MB session is most of an activation's overhead. Only for a fresh sandbox that nothing has run in yet: the
-// target must not exist, and nothing is written anywhere else.
+// Using a sandbox whose root is a directory of this machine (the local runtime) directly, instead of one gateway
+// call per file (transfer.ts), which for a 100 MB session was most of an activation's overhead: confirming that the
+// directory is the root the sandbox's commands see (before anyone reads it in place), and moving a tree in by
+// rename, or by a copy when it lives on another file system. Moving in is only for a fresh sandbox that nothing has
+// run in yet: the target must not exist, and nothing is written anywhere else.
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 

@@ -32,8 +32,9 @@ export interface SandboxProvider {
   /** What the data plane needs; only for a Ready session Run whose endpoint matches its UID. */
   open(ref: SandboxRef): Promise<SandboxConnection>;
   /**
-   * The sandbox's root as a directory of this machine, when the provider keeps it here (the local runtime), so an
-   * activation can move a session in without one gateway call per file. Undefined when it lives elsewhere.
+   * The sandbox's root as a directory of this machine, when the provider keeps it here (the local runtime), so
+   * activations, saves and opens of revisions can move a session in or snapshot it in place instead of making one
+   * gateway call per file. Undefined when it lives elsewhere.
    */
   hostDirectory?(ref: SandboxRef): Promise<string | undefined>;
   /** Stops holding the sandbox's session lease (the sandbox keeps running); false when none was held. */
