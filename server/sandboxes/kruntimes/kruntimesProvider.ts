@@ -35,6 +35,8 @@ export interface KruntimesProviderOptions {
   log: Logger;
   /** The environment whose KUBECONFIG / HOME / in-cluster variables are read (default: process.env). */
   env?: NodeJS.ProcessEnv;
+  /** Where the in-cluster service account files are mounted, below this folder (default: the root, as in a Pod). */
+  serviceAccountRoot?: string;
 }
 
 interface ContextClients {
@@ -66,7 +68,7 @@ export class KruntimesSandboxProvider implements SandboxProvider {
     const stamp = kubeconfigStamp(env);
     if (stamp !== this.loadedStamp) {
       // First use, or the files changed (a context added, a token refreshed): read them again.
-      this.loaded = loadKubeConfig(env);
+      this.loaded = loadKubeConfig(env, this.options.serviceAccountRoot);
       this.loadedStamp = stamp;
       this.clients.clear();
     }

@@ -3,6 +3,7 @@
 // account. Credentials — tokens, client certificates, exec plugins — are applied by
 // `@kubernetes/client-node`; this module only finds the configuration and names its contexts.
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
@@ -38,8 +39,12 @@ export function kubeconfigStamp(env: NodeJS.ProcessEnv = process.env): string {
     .join('|');
 }
 
-/** Loads the kubeconfig the environment names; undefined when there is none at all. */
-export function loadKubeConfig(env: NodeJS.ProcessEnv = process.env): LoadedKubeConfig | undefined {
+/**
+ * Loads the kubeconfig the environment names; undefined when there is none at all. `serviceAccountRoot` is where
+ * the in-cluster service account's `/var/run/secrets/kubernetes.io/serviceaccount` lives ('' — the root, as
+ * Kubernetes mounts it; tests point it at a folder of their own).
+ */
+export function loadKubeConfig(env: NodeJS.ProcessEnv = process.env, serviceAccountRoot = ''): LoadedKubeConfig | undefined {
   const files = kubeconfigFiles(env).filter((f) => fs.existsSync(f));
   if (files.length > 0) {
     const config = new KubeConfig();
@@ -55,9 +60,14 @@ export function loadKubeConfig(env: NodeJS.ProcessEnv = process.env): LoadedKube
     }
     return { config, source: files.join(path.delimiter), inCluster: false };
   }
-  if (env.KUBERNETES_SERVICE_HOST && env.KUBERNETES_SERVICE_PORT && fs.existsSync(IN_CLUSTER_TOKEN)) {
+  const host = env.KUBERNETES_SERVICE_HOST;
+  const port = env.KUBERNETES_SERVICE_PORT;
+  if (host && port && fs.existsSync(`${serviceAccountRoot}${IN_CLUSTER_TOKEN}`)) {
     const config = new KubeConfig();
-    config.loadFromCluster();
+    config.loadFromCluster(serviceAccountRoot);
+    // client-node takes the API server's address from process.env; this provider reads the environment it was given.
+    const server = `https://${net.isIPv6(host) ? `[${host}]` : host}:${port}`;
+    config.clusters = config.clusters.map((cluster) => ({ ...cluster, server }));
     return { config, source: 'in-cluster service account', inCluster: true };
   }
   return undefined;

@@ -10,7 +10,7 @@ import { GatewayError } from '../../../protocol/kruntimes/gatewayErrors';
 import { RUN_API_VERSION, RUN_KIND, RunStateError, RunStateMessages, TERMINATION_MONOTONIC_MESSAGE, DRAIN_SESSION_ONLY_MESSAGE, type Run } from '../../../protocol/kruntimes/run';
 import type { SandboxConnection, SandboxCreateSpec } from '../../../protocol/sandboxes';
 import { ClusterApi } from '../../../server/sandboxes/kruntimes/clusterApi';
-import { configForContext, loadKubeConfig } from '../../../server/sandboxes/kruntimes/kubeconfig';
+import { bearerToken, configForContext, loadKubeConfig } from '../../../server/sandboxes/kruntimes/kubeconfig';
 import type { KruntimesSandboxProvider } from '../../../server/sandboxes/kruntimes/kruntimesProvider';
 import { RunWatch, type RunWatchEvent } from '../../../server/sandboxes/kruntimes/runWatch';
 import { SandboxError } from '../../../server/sandboxes/provider';
@@ -294,6 +294,35 @@ describe('kruntimes provider: access, refusals and watches (cluster simulator)',
       stop();
       await own.dispose();
     }
+  });
+
+  it('inside a cluster (no kubeconfig): the service account token, CA and namespace of the Pod reach the API server', async function () {
+    simulatorOnly(() => target, this, 'mounts the simulator’s credentials as a service account');
+    const sim = target.simulator!;
+    const mount = path.join(target.dir, 'pod-root');
+    const accountDir = path.join(mount, 'var/run/secrets/kubernetes.io/serviceaccount');
+    fs.mkdirSync(accountDir, { recursive: true });
+    fs.writeFileSync(path.join(accountDir, 'token'), sim.tokens.admin);
+    fs.writeFileSync(path.join(accountDir, 'ca.crt'), sim.caPem);
+    fs.writeFileSync(path.join(accountDir, 'namespace'), target.namespace);
+    const port = new URL(sim.server).port;
+    const env = { KUBERNETES_SERVICE_HOST: '127.0.0.1', KUBERNETES_SERVICE_PORT: port, HOME: path.join(target.dir, 'nohome') };
+    const loaded = loadKubeConfig(env, mount);
+    assert.equal(loaded?.inCluster, true);
+    assert.equal(await bearerToken(loaded.config), sim.tokens.admin, 'the access API gets the service account token');
+    const inPod = target.provider(env, mount);
+    const info = await inPod.info();
+    assert.equal(info.available, true, info.reason);
+    assert.deepEqual(info.contexts.map((c) => [c.name, c.namespaces[0], c.current]), [['inClusterContext', target.namespace, true]]);
+    assert.deepEqual(info.runtimes.map((r) => r.name), [target.runtime]);
+    const sandbox = await inPod.create({ ...spec(), context: 'inClusterContext' }, { waitForReady: true });
+    assert.equal(sandbox.phase, 'Ready');
+    assert.ok((await inPod.list({})).some((s) => s.ref.name === sandbox.ref.name), 'listed in the Pod’s namespace');
+    assert.equal((await inPod.terminate(sandbox.ref, 'Immediate', { wait: true })).phase, 'Cancelled');
+    await inPod.delete(sandbox.ref);
+    // Without the token file there is no in-cluster configuration at all.
+    fs.rmSync(path.join(accountDir, 'token'));
+    assert.equal((await target.provider(env, mount).info()).available, false);
   });
 
   it('no kubeconfig at all: the provider is unavailable and says how to configure one', async () => {
