@@ -555,8 +555,9 @@ export const companionMethods = {
   }),
   'sessions/saveSandbox': defineMethod('sessions/saveSandbox', {
     description:
-      "Saves a sandbox's workspace as a session revision: snapshotted in place from a local sandbox's directory (else copied out through the gateway) under the V1 " +
-      'policy (exclusions listed; a secret file refuses the save, named), packed and published, then `r1` of a new ' +
+      "Saves a sandbox's workspace as a session revision: snapshotted in place from a local sandbox's directory " +
+      '(else copied out through the gateway) under the V1 policy (exclusions listed; a secret file refuses the save, ' +
+      'named), packed and published, then `r1` of a new ' +
       'session (no `expectedRevision`) or a compare-and-set commit on `expectedRevision` (`revision_conflict` if the ' +
       'head moved). `commitId` makes a retry return the same revision.',
     params: withProgressToken(
