@@ -52,3 +52,28 @@ export async function gatewayRequests(name: string, namespace = 'default'): Prom
   if (!res.ok) throw new Error(`requests: HTTP ${res.status}`);
   return ((await res.json()) as { requests: Record<string, number> }).requests;
 }
+
+/**
+ * Writes a one-task tasks.json (`type: sandbox`) into the suite's local folder and waits until VS Code offers it.
+ * Returns the task and a promise of its exit code, listening before anything runs.
+ */
+export async function sandboxTask(label: string, command: string, sandboxKey: string): Promise<{ task: vscode.Task; exitCode: Promise<number | undefined> }> {
+  const folder = vscode.workspace.workspaceFolders?.[0];
+  if (!folder || folder.uri.scheme !== 'file') throw new Error('the suite runs with a local folder open');
+  fs.mkdirSync(path.join(folder.uri.fsPath, '.vscode'), { recursive: true });
+  fs.writeFileSync(path.join(folder.uri.fsPath, '.vscode', 'tasks.json'), JSON.stringify({ version: '2.0.0', tasks: [{ type: 'sandbox', label, command, sandbox: sandboxKey }] }));
+  let task: vscode.Task | undefined;
+  await until(async () => {
+    task = (await vscode.tasks.fetchTasks({ type: 'sandbox' })).find((t) => t.name === label);
+    return task !== undefined;
+  }, 'the task from tasks.json');
+  const exitCode = new Promise<number | undefined>((resolve) => {
+    const sub = vscode.tasks.onDidEndTaskProcess((e) => {
+      if (e.execution.task.name === label) {
+        sub.dispose();
+        resolve(e.exitCode);
+      }
+    });
+  });
+  return { task: task as vscode.Task, exitCode };
+}

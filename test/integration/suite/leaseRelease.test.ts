@@ -4,11 +4,9 @@
 // last use ends — without touching sandboxes that have no lease. (Workspace folders count the same way, but adding a folder to this
 // single-folder test window would restart the extension host; the e2e flows open sandboxes as folders.)
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import path from 'node:path';
 import * as vscode from 'vscode';
 import { sandboxKey, type SandboxSummary } from '../../../protocol/sandboxes';
-import { api, newLocalSandbox, plain, until } from './helpers';
+import { api, newLocalSandbox, plain, sandboxTask, until } from './helpers';
 
 const LEASE_SECONDS = 2;
 
@@ -57,36 +55,17 @@ describe('session leases follow what the window uses', () => {
     const exported = await api();
     // The task is set up first: a leased sandbox nobody opens within its lease expires, so it is opened right away.
     const ref = { provider: 'local' as const, context: 'local', namespace: 'default', name: 'leased-task' };
-    const folder = vscode.workspace.workspaceFolders?.[0];
-    assert.ok(folder && folder.uri.scheme === 'file', 'the suite runs with a local folder open');
-    fs.mkdirSync(path.join(folder.uri.fsPath, '.vscode'), { recursive: true });
-    fs.writeFileSync(
-      path.join(folder.uri.fsPath, '.vscode', 'tasks.json'),
-      JSON.stringify({ version: '2.0.0', tasks: [{ type: 'sandbox', label: 'leased sleep', command: 'sleep 9; printf done > slept.txt', sandbox: sandboxKey(ref) }] }),
-    );
-    let task: vscode.Task | undefined;
-    await until(async () => {
-      task = (await vscode.tasks.fetchTasks({ type: 'sandbox' })).find((t) => t.name === 'leased sleep');
-      return task !== undefined;
-    }, 'the task from tasks.json');
-    const ended = new Promise<number | undefined>((resolve) => {
-      const sub = vscode.tasks.onDidEndTaskProcess((e) => {
-        if (e.execution.task.name === 'leased sleep') {
-          sub.dispose();
-          resolve(e.exitCode);
-        }
-      });
-    });
+    const { task, exitCode } = await sandboxTask('leased sleep', 'sleep 9; printf done > slept.txt', sandboxKey(ref));
     const { sandbox: leased } = await exported.companion.request('sandboxes/create', {
       spec: { provider: 'local', runtime: 'process', namespace: 'default', name: ref.name, leaseTimeoutSeconds: LEASE_SECONDS },
       waitForReady: true,
     });
     assert.equal(leased.key, sandboxKey(ref));
-    await vscode.tasks.executeTask(task!);
+    await vscode.tasks.executeTask(task);
     // Past the release grace and the lease together: only the task's hold keeps it.
     await new Promise((r) => setTimeout(r, 7000));
     assert.equal((await summaryOf(leased.ref)).phase, 'Ready');
-    assert.equal(await ended, 0, 'the task ran to its end');
+    assert.equal(await exitCode, 0, 'the task ran to its end');
     await until(async () => (await summaryOf(leased.ref)).phase !== 'Ready', 'the released sandbox to expire', 20_000);
     assert.equal((await summaryOf(leased.ref)).message, 'session lease expired');
   });

@@ -2,11 +2,9 @@
 // handleInput), the terminal's screen out: a command, a failing exit code, cd, and Ctrl+C
 // stopping `sleep 60`.
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import path from 'node:path';
 import * as vscode from 'vscode';
 import type { SandboxSummary } from '../../../protocol/sandboxes';
-import { api, newLocalSandbox, plain, until } from './helpers';
+import { api, newLocalSandbox, plain, sandboxTask, until } from './helpers';
 
 describe('Sandbox terminal', () => {
   let sandbox: SandboxSummary;
@@ -71,31 +69,9 @@ describe('Sandbox terminal', () => {
   });
 
   it('runs a `sandbox` task from tasks.json (CustomExecution) and reports its exit code', async () => {
-    const folder = vscode.workspace.workspaceFolders?.[0];
-    assert.ok(folder && folder.uri.scheme === 'file', 'the suite runs with a local folder open');
-    fs.mkdirSync(path.join(folder.uri.fsPath, '.vscode'), { recursive: true });
-    fs.writeFileSync(
-      path.join(folder.uri.fsPath, '.vscode', 'tasks.json'),
-      JSON.stringify({
-        version: '2.0.0',
-        tasks: [{ type: 'sandbox', label: 'sandbox exit 3', command: "printf task-ran > task.txt; exit 3", sandbox: sandbox.key }],
-      }),
-    );
-    let task: vscode.Task | undefined;
-    await until(async () => {
-      task = (await vscode.tasks.fetchTasks({ type: 'sandbox' })).find((t) => t.name === 'sandbox exit 3');
-      return task !== undefined;
-    }, 'the task from tasks.json');
-    const ended = new Promise<number | undefined>((resolve) => {
-      const sub = vscode.tasks.onDidEndTaskProcess((e) => {
-        if (e.execution.task.name === 'sandbox exit 3') {
-          sub.dispose();
-          resolve(e.exitCode);
-        }
-      });
-    });
-    await vscode.tasks.executeTask(task!);
-    assert.equal(await ended, 3);
+    const { task, exitCode } = await sandboxTask('sandbox exit 3', 'printf task-ran > task.txt; exit 3', sandbox.key);
+    await vscode.tasks.executeTask(task);
+    assert.equal(await exitCode, 3);
     const client = await (await api()).registry.connection(sandbox.key)!.client();
     assert.equal((await client.read('task.txt')).contents.toString(), 'task-ran');
   });
