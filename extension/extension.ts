@@ -1,6 +1,7 @@
 // The VS Code extension's entry point: starts the companion server, registers the `sandbox:`
 // file system, the Sandboxes view, the status bar, the Sandbox terminal profile and `sandbox`
 // tasks, and the commands; then finishes an "open sandbox" that a restart interrupted.
+import './zodSetup';
 import * as vscode from 'vscode';
 import { parseSandboxKey } from '../protocol/sandboxes';
 import { CompanionClient, REPOSITORY_PASSWORD_SECRET } from './companion/companionClient';

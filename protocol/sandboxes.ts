@@ -36,6 +36,21 @@ export function sandboxKey(ref: SandboxRef): string {
   return [ref.provider, ref.context, ref.namespace, ref.name].map(escapeKeyPart).join('.');
 }
 
+/** The name a sandbox folder has everywhere an editor shows one: `<name> · <provider>`. */
+export function sandboxFolderName(ref: SandboxRef): string {
+  return `${ref.name} · ${ref.provider}`;
+}
+
+/**
+ * A `.code-workspace` file that opens one sandbox as a folder named {@link sandboxFolderName}.
+ * A folder opened by URI alone is named after its path, and a sandbox's root path is `/`; only a
+ * workspace file (or a multi-root entry) can give it a name, so every single-sandbox window is
+ * opened through one of these.
+ */
+export function sandboxWorkspaceFile(ref: SandboxRef): string {
+  return `${JSON.stringify({ folders: [{ uri: `sandbox://${sandboxKey(ref)}/`, name: sandboxFolderName(ref) }] }, null, 2)}\n`;
+}
+
 function escapeKeyPart(part: string): string {
   let out = '';
   for (const byte of new TextEncoder().encode(part)) {
@@ -86,6 +101,8 @@ export const SandboxSummarySchema = z.object({
   startTime: z.string().optional(),
   completionTime: z.string().optional(),
   idleTimeoutSeconds: z.number().int().optional(),
+  /** The session lease: the sandbox ends this long after the last heartbeat (the last user let go). */
+  leaseTimeoutSeconds: z.number().int().optional(),
   timeout: z.string().optional(),
   terminationMode: TerminationModeSchema.optional(),
   artifacts: z.array(ArtifactRefSchema).optional(),

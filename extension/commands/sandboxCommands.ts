@@ -8,10 +8,11 @@ import path from 'node:path';
 import * as vscode from 'vscode';
 import { z } from 'zod';
 import type { TerminationMode } from '../../protocol/kruntimes/run';
-import type { SandboxSummary } from '../../protocol/sandboxes';
+import { sandboxFolderName, type SandboxSummary } from '../../protocol/sandboxes';
 import { type CompanionClient, CompanionRequestError } from '../companion/companionClient';
 import { sandboxUri } from '../fs/sandboxFileSystemProvider';
 import { recordPendingOpen } from '../sandboxes/pendingOpen';
+import { writeSandboxWorkspaceFile } from '../sandboxes/workspaceFile';
 import { createSandboxResolver, type SandboxTarget } from '../sandboxes/sandboxPicker';
 import type { SandboxRegistry } from '../sandboxes/registry';
 import { sandboxTerminalOptions, type TerminalFactoryDeps } from '../terminal/sandboxPseudoterminal';
@@ -78,16 +79,16 @@ export function registerSandboxCommands(deps: CommandDeps): vscode.Disposable[] 
       mode = choice === 'Open in New Window' ? 'newWindow' : 'add';
     }
     if (mode === 'newWindow') {
-      await vscode.commands.executeCommand('vscode.openFolder', uri, { forceNewWindow: true });
+      await vscode.commands.executeCommand('vscode.openFolder', await writeSandboxWorkspaceFile(deps.context.globalStorageUri, s.ref), { forceNewWindow: true });
       return;
     }
     // VS Code may restart this extension host now; the next activation finishes the job.
     await recordPendingOpen(deps.context.globalState, { key: s.key, openTerminal: options.openTerminal ?? false });
     if (folders.length === 0) {
-      await vscode.commands.executeCommand('vscode.openFolder', uri, { forceNewWindow: false });
+      await vscode.commands.executeCommand('vscode.openFolder', await writeSandboxWorkspaceFile(deps.context.globalStorageUri, s.ref), { forceNewWindow: false });
       return;
     }
-    const ok = vscode.workspace.updateWorkspaceFolders(folders.length, 0, { uri, name: `${s.ref.name} (sandbox)` });
+    const ok = vscode.workspace.updateWorkspaceFolders(folders.length, 0, { uri, name: sandboxFolderName(s.ref) });
     if (!ok) void vscode.window.showErrorMessage(`VS Code refused to add ${s.ref.name} to the workspace; try Open in New Window.`);
   };
 
@@ -167,6 +168,7 @@ export function registerSandboxCommands(deps: CommandDeps): vscode.Disposable[] 
               ...(args.name ? { name: args.name } : {}),
               idleTimeoutSeconds: vscode.workspace.getConfiguration('sandboxSessions').get<number>('sandbox.idleTimeoutSeconds', 3600),
               ...leaseSetting(),
+              ...timeoutSetting(),
             },
             waitForReady: true,
           },
@@ -277,6 +279,12 @@ export function registerSandboxCommands(deps: CommandDeps): vscode.Disposable[] 
       if (picked) await vscode.commands.executeCommand(picked.command, s.key);
     }),
   ];
+}
+
+/** `sandboxSessions.sandbox.timeout` as a spec field (absent when empty). */
+function timeoutSetting(): { timeout?: string } {
+  const timeout = vscode.workspace.getConfiguration('sandboxSessions').get<string>('sandbox.timeout', '').trim();
+  return timeout ? { timeout } : {};
 }
 
 /** `sandboxSessions.sandbox.leaseTimeoutSeconds` as a spec field (absent for 0: no lease). */

@@ -72,10 +72,12 @@ describe('e2e: a local sandbox from open to Drain', function () {
     await wb.runCommand('Sandbox Sessions: Open Sandbox');
     await wb.pick('e2e-sbx');
     await wb.notificationButton(/Open sandbox e2e-sbx as a folder/, 'Open Here');
-    // The window reloads with the sandbox as its folder.
-    await page.waitForURL(/folder=sandbox/, { timeout: 60_000 });
+    // The window reloads with the sandbox as its folder (a workspace file that names it).
+    await page.waitForURL(/workspace=.*e2e-sbx/, { timeout: 60_000 });
     await wb.waitForWorkbench();
     await wb.explorerItem('hello.txt').waitFor({ timeout: 60_000 });
+    await wb.explorerItem('e2e-sbx · local').waitFor();
+    assert.match(await page.title(), /e2e-sbx · local/);
     await wb.screenshot('explorer');
     assert.ok(await wb.explorerItem('src').isVisible());
   });
