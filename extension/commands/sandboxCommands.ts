@@ -16,7 +16,7 @@ import { writeSandboxWorkspaceFile } from '../sandboxes/workspaceFile';
 import { createSandboxResolver, type SandboxTarget } from '../sandboxes/sandboxPicker';
 import type { SandboxRegistry } from '../sandboxes/registry';
 import { sandboxTerminalOptions, type TerminalFactoryDeps } from '../terminal/sandboxPseudoterminal';
-import type { SandboxTreeNode, SandboxTreeProvider } from '../views/sandboxTree';
+import { isSandboxTreeNode, type SandboxTreeNode, type SandboxTreeProvider } from '../views/sandboxTree';
 import { type NewSandboxArgs, NewSandboxArgsSchema, NewSandboxRefusal, type NewSandboxTarget, resolveNewSandboxTarget } from './newSandboxTarget';
 
 export interface CommandDeps {
@@ -130,7 +130,8 @@ export function registerSandboxCommands(deps: CommandDeps): vscode.Disposable[] 
   };
 
   const newSandbox = async (raw?: unknown): Promise<SandboxSummary | undefined> => {
-    const parsedArgs = NewSandboxArgsSchema.optional().safeParse(raw);
+    // The view's **+** is called with the selected row, which says nothing about the new sandbox.
+    const parsedArgs = NewSandboxArgsSchema.optional().safeParse(isSandboxTreeNode(raw) ? undefined : raw);
     if (!parsedArgs.success) {
       void vscode.window.showErrorMessage(`New Sandbox was given arguments it cannot use: ${z.prettifyError(parsedArgs.error)}`);
       return;

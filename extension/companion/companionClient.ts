@@ -1,9 +1,10 @@
 // Starts and supervises the companion server (vscode-languageclient over stdio) and gives the
 // rest of the extension typed requests: params and results are the protocol's zod schemas, and
 // results are parsed before use.
+import { type ChildProcess, spawn } from 'node:child_process';
 import zlib from 'node:zlib';
 import * as vscode from 'vscode';
-import { LanguageClient, ParameterStructures, ProgressType, RequestType, ResponseError, TransportKind, type ServerOptions } from 'vscode-languageclient/node';
+import { LanguageClient, ParameterStructures, ProgressType, RequestType, ResponseError, type ServerOptions, type StreamInfo } from 'vscode-languageclient/node';
 import type { z } from 'zod';
 import {
   type CompanionErrorCode,
@@ -15,6 +16,7 @@ import {
   ProgressValueSchema,
 } from '../../protocol/companion';
 import { kubeconfigFromSetting } from './kubeconfigSetting';
+import { serverLogSink } from './serverLogLines';
 
 export type RequestParams<M extends CompanionMethodName> = z.input<(typeof companionMethods)[M]['params']>;
 export type RequestResult<M extends CompanionMethodName> = z.output<(typeof companionMethods)[M]['result']>;
@@ -67,12 +69,11 @@ export async function serverEnvironment(context: vscode.ExtensionContext): Promi
   return env;
 }
 
-function serverOptions(context: vscode.ExtensionContext, env: NodeJS.ProcessEnv): ServerOptions {
+/** How to run the server: a configured Node, else VS Code's own runtime (which must have zstd). */
+function serverCommand(context: vscode.ExtensionContext): { command: string; args: string[] } {
   const module = context.asAbsolutePath('dist/server.js');
   const configured = vscode.workspace.getConfiguration('sandboxSessions').get<string>('server.nodePath', '').trim();
-  if (configured !== '') {
-    return { command: configured, args: [module, 'server', '--stdio'], transport: TransportKind.stdio, options: { env } };
-  }
+  if (configured !== '') return { command: configured, args: [module, 'server', '--stdio'] };
   if (typeof zlib.createZstdCompress !== 'function') {
     throw new CompanionRequestError(
       'unavailable',
@@ -80,8 +81,38 @@ function serverOptions(context: vscode.ExtensionContext, env: NodeJS.ProcessEnv)
         'Set "sandboxSessions.server.nodePath" to a Node.js 22.15 or newer.',
     );
   }
-  return { module, args: ['server'], transport: TransportKind.stdio, options: { env } };
+  return { command: process.execPath, args: [module, 'server', '--stdio'] };
 }
+
+/**
+ * Starts the server and hands its stdio to the language client. The process is started here,
+ * not by the client, so that its stderr (JSON log lines) reaches the log at each line's level.
+ */
+function serverOptions(context: vscode.ExtensionContext, env: NodeJS.ProcessEnv, log: vscode.LogOutputChannel): ServerOptions {
+  const { command, args } = serverCommand(context);
+  return async (): Promise<StreamInfo> => {
+    // VS Code's runtime is Electron on the desktop: run it as plain Node.
+    // --clientProcessId: the server exits by itself if this extension host dies without closing stdio.
+    const child = spawn(command, [...args, `--clientProcessId=${process.pid}`], { env: { ...env, ELECTRON_RUN_AS_NODE: '1' }, stdio: ['pipe', 'pipe', 'pipe'] });
+    const sink = serverLogSink(log);
+    child.stderr.on('data', (chunk: Buffer) => sink.write(chunk));
+    child.stderr.on('end', () => sink.end());
+    child.on('error', (err) => log.error(`the companion server could not be started (${command}): ${err.message}`));
+    child.on('exit', (code, signal) => {
+      if (code !== 0 && signal !== 'SIGTERM') log.warn(`the companion server exited (code ${code ?? '–'}, signal ${signal ?? '–'})`);
+    });
+    await new Promise<void>((resolve, reject) => {
+      child.once('spawn', resolve);
+      child.once('error', reject);
+    });
+    serverProcesses.add(child);
+    child.once('exit', () => serverProcesses.delete(child));
+    return { reader: child.stdout, writer: child.stdin };
+  };
+}
+
+/** Server processes this extension host started; ended when the client stops. */
+const serverProcesses = new Set<ChildProcess>();
 
 export class CompanionClient implements vscode.Disposable {
   private nextProgress = 0;
@@ -89,7 +120,7 @@ export class CompanionClient implements vscode.Disposable {
   private constructor(private readonly client: LanguageClient) {}
 
   static async start(context: vscode.ExtensionContext, log: vscode.LogOutputChannel): Promise<CompanionClient> {
-    const client = new LanguageClient('sandboxSessions', 'Sandbox Sessions', serverOptions(context, await serverEnvironment(context)), {
+    const client = new LanguageClient('sandboxSessions', 'Sandbox Sessions', serverOptions(context, await serverEnvironment(context), log), {
       documentSelector: [],
       outputChannel: log,
       initializationOptions: { protocolVersion: COMPANION_PROTOCOL_VERSION },
@@ -131,6 +162,8 @@ export class CompanionClient implements vscode.Disposable {
 
   async dispose(): Promise<void> {
     await this.client.stop().catch(() => undefined);
+    // The server exits when its stdin closes; a stuck one is ended.
+    for (const child of serverProcesses) if (child.exitCode === null) child.kill('SIGTERM');
   }
 }
 

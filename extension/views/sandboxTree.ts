@@ -19,6 +19,13 @@ export type SandboxTreeNode =
   | { kind: 'sandbox'; sandbox: SandboxSummary }
   | { kind: 'message'; text: string; tooltip?: string; icon?: string; command?: vscode.Command };
 
+const NODE_KINDS: ReadonlySet<unknown> = new Set<SandboxTreeNode['kind']>(['provider', 'context', 'namespace', 'sandbox', 'message']);
+
+/** True for a row of this tree (VS Code passes the selected row to the view's title actions). */
+export function isSandboxTreeNode(value: unknown): value is SandboxTreeNode {
+  return typeof value === 'object' && value !== null && NODE_KINDS.has((value as { kind?: unknown }).kind);
+}
+
 /** kubeconfig's current context first, then kubeconfig's order. */
 function contextsInOrder(provider: ProviderInfo): ContextInfo[] {
   return [...provider.contexts].sort((a, b) => Number(b.current === true) - Number(a.current === true));

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import * as vscode from 'vscode';
 import type { RunPhase } from '../../../protocol/kruntimes/run';
 import type { SandboxSummary } from '../../../protocol/sandboxes';
-import { api, newLocalSandbox } from './helpers';
+import { api, newLocalSandbox, until } from './helpers';
 
 const PHASES: RunPhase[] = ['Pending', 'Scheduled', 'Running', 'Ready', 'Finalizing', 'Succeeded', 'Failed', 'Timeout', 'Cancelled'];
 
@@ -41,5 +41,27 @@ describe('Sandboxes view', () => {
     assert.ok(ns);
     const sandboxes = await tree.getChildren(ns);
     assert.ok(sandboxes.some((n) => n.kind === 'sandbox' && n.sandbox.key === created.key && n.sandbox.phase === 'Ready'));
+  });
+
+  it("the view's + creates a sandbox while a row is selected (VS Code passes the row)", async () => {
+    const { registry } = await api();
+    const row = { kind: 'sandbox' as const, sandbox: (await newLocalSandbox()) };
+    const known = new Set(registry.all().map((s) => s.key));
+    const running = Promise.resolve(vscode.commands.executeCommand<SandboxSummary | undefined>('sandboxSessions.newSandbox', row));
+    let result: SandboxSummary | undefined | 'pending' = 'pending';
+    void running.then((r) => (result = r));
+    // Each pick (provider, runtime) is answered with its first item, as a person pressing Enter.
+    await until(async () => {
+      await vscode.commands.executeCommand('workbench.action.acceptSelectedQuickOpenItem');
+      return registry.all().some((s) => !known.has(s.key)) || result !== 'pending';
+    }, 'the new sandbox', 60_000);
+    await until(async () => {
+      await vscode.commands.executeCommand('notifications.clearAll');
+      return result !== 'pending';
+    }, 'New Sandbox to finish', 60_000);
+    const created = await running;
+    assert.ok(created, 'New Sandbox returned a sandbox instead of refusing the selected row as its arguments');
+    assert.ok(!known.has(created.key));
+    await (await api()).companion.request('sandboxes/terminate', { ref: created.ref, mode: 'Immediate', wait: true });
   });
 });
