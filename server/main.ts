@@ -1,31 +1,39 @@
 // The `sandbox-sessions` CLI and companion-server entry point (bundled to dist/server.js):
-// dispatches `sandbox-sessions <command> …` to the command modules under server/cli/.
+// dispatches `sandbox-sessions <command> …` to the command modules under server/cli/, and answers
+// `--help`/`-h` for every command and subcommand here, once, from the table below.
 import zlib from 'node:zlib';
+import { type CommandHelp, usageFor, wantsHelp } from './cli/args';
 import type { CommandHandler, CommandIo } from './cli/io';
-import { runBundleCommand } from './cli/bundle';
-import { runDoctorCommand } from './cli/doctor';
-import { runGatewayCommand } from './cli/gateway';
-import { runKruntimesCommand } from './cli/kruntimes';
-import { runSandboxCommand } from './cli/sandbox';
-import { runServerCommand } from './cli/serverCommand';
-import { runSessionCommand } from './cli/session';
+import { BUNDLE_HELP, runBundleCommand } from './cli/bundle';
+import { DOCTOR_HELP, runDoctorCommand } from './cli/doctor';
+import { GATEWAY_HELP, runGatewayCommand } from './cli/gateway';
+import { KRUNTIMES_HELP, runKruntimesCommand } from './cli/kruntimes';
+import { runSandboxCommand, SANDBOX_HELP } from './cli/sandbox';
+import { runServerCommand, SERVER_HELP } from './cli/serverCommand';
+import { runSessionCommand, SESSION_HELP } from './cli/session';
 import { SERVER_VERSION } from './version';
 
-interface CommandEntry {
+export interface CommandEntry {
   summary: string;
+  /** What `--help` prints: the command's usage, or its subcommand's. */
+  help: CommandHelp;
   handler: CommandHandler;
 }
 
 /** Every command the CLI offers; each one is implemented end to end. */
-const commands: Record<string, CommandEntry> = {
-  server: { summary: 'run the companion JSON-RPC server (--stdio)', handler: runServerCommand },
-  gateway: { summary: 'run the local gateway daemon (--detach, --stop)', handler: (argv, io) => runGatewayCommand(argv, io) },
-  sandbox: { summary: 'local sandboxes: create|list|get|exec|cancel|close|delete|artifacts', handler: (argv, io) => runSandboxCommand(argv, io) },
-  kruntimes: { summary: 'kruntimes sandboxes (kubeconfig): contexts|list|create|get|exec|close|delete|artifacts', handler: (argv, io) => runKruntimesCommand(argv, io) },
-  doctor: { summary: 'which local backends work on this machine, and why not', handler: runDoctorCommand },
-  bundle: { summary: 'Session Bundles: pack|inspect|hydrate|cleanup', handler: runBundleCommand },
-  session: { summary: 'the session repository: list|show|revisions|checkout|commit|delete', handler: runSessionCommand },
+export const commands: Readonly<Record<string, CommandEntry>> = {
+  server: { summary: 'run the companion JSON-RPC server (--stdio)', help: SERVER_HELP, handler: runServerCommand },
+  gateway: { summary: 'run the local gateway daemon (--detach, --stop)', help: GATEWAY_HELP, handler: (argv, io) => runGatewayCommand(argv, io) },
+  sandbox: { summary: 'local sandboxes: create|list|get|exec|cancel|close|delete|artifacts', help: SANDBOX_HELP, handler: (argv, io) => runSandboxCommand(argv, io) },
+  kruntimes: { summary: 'kruntimes sandboxes (kubeconfig): contexts|list|create|get|exec|close|delete|artifacts', help: KRUNTIMES_HELP, handler: (argv, io) => runKruntimesCommand(argv, io) },
+  doctor: { summary: 'which local backends work on this machine, and why not', help: DOCTOR_HELP, handler: runDoctorCommand },
+  bundle: { summary: 'Session Bundles: pack|inspect|hydrate|cleanup', help: BUNDLE_HELP, handler: runBundleCommand },
+  session: { summary: 'the session repository: list|show|revisions|checkout|commit|delete|activate|fork|gc', help: SESSION_HELP, handler: runSessionCommand },
 };
+
+function commandNamed(name: string): CommandEntry | undefined {
+  return Object.hasOwn(commands, name) ? commands[name] : undefined;
+}
 
 function usage(): string {
   const rows = Object.entries(commands).map(([name, c]) => `  ${name.padEnd(10)} ${c.summary}`);
@@ -37,7 +45,9 @@ function usage(): string {
     'Commands:',
     ...rows,
     '  version    print the version',
-    '  help       print this help',
+    '  help       print this help; `help <command> [<subcommand>]` prints that command\'s',
+    '',
+    'Every command and subcommand takes --help (or -h): `sandbox-sessions bundle pack --help`.',
     '',
   ].join('\n');
 }
@@ -47,21 +57,44 @@ export function zstdAvailable(): boolean {
   return typeof zlib.createZstdCompress === 'function';
 }
 
+function unknownCommand(name: string, io: CommandIo): number {
+  io.stderr.write(`sandbox-sessions: unknown command "${name}"\n\n${usage()}`);
+  return 2;
+}
+
 export async function main(argv: string[], io: CommandIo): Promise<number> {
   const [name, ...rest] = argv;
-  if (name === undefined || name === 'help' || name === '--help' || name === '-h') {
+  if (name === undefined) {
     io.stdout.write(usage());
-    return name === undefined ? 2 : 0;
+    return 2;
+  }
+  // `help [<command> [<subcommand>]]`
+  if (name === 'help') {
+    const [topic, ...sub] = rest;
+    if (topic === undefined) {
+      io.stdout.write(usage());
+      return 0;
+    }
+    const command = commandNamed(topic);
+    if (!command) return unknownCommand(topic, io);
+    io.stdout.write(usageFor(command.help, sub));
+    return 0;
+  }
+  const command = commandNamed(name);
+  // `--help`/`-h` before any `--`: the most specific usage, before any work (or zstd check) is done.
+  if (command && wantsHelp(rest)) {
+    io.stdout.write(usageFor(command.help, rest));
+    return 0;
+  }
+  if (!command && (name === 'version' || name.startsWith('-')) && wantsHelp(argv)) {
+    io.stdout.write(usage());
+    return 0;
   }
   if (name === 'version' || name === '--version') {
     io.stdout.write(`${SERVER_VERSION}\n`);
     return 0;
   }
-  const command = commands[name];
-  if (!command) {
-    io.stderr.write(`sandbox-sessions: unknown command "${name}"\n\n${usage()}`);
-    return 2;
-  }
+  if (!command) return unknownCommand(name, io);
   if (!zstdAvailable()) {
     io.stderr.write(
       `sandbox-sessions: Node ${process.version} has no built-in zstd; run it with Node >= 22.15 ` +

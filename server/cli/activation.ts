@@ -113,14 +113,10 @@ export async function runActivateCommand(argv: string[], io: CommandIo, deps: Ac
   let repo: SessionRepository | undefined;
   try {
     const args = parseArgs(argv, {
-      booleans: ['json', 'help'],
+      booleans: ['json'],
       values: ['message', 'activation-id', 'agent-id', 'runtime', 'namespace', 'env', 'config-file', 'timeout', 'repository'],
     });
     json = bool(args, 'json');
-    if (bool(args, 'help')) {
-      io.stdout.write(ACTIVATE_USAGE);
-      return 0;
-    }
     if (args.positionals.length !== 1) throw new UsageError('expected exactly one <session-id>');
     const sessionId = args.positionals[0] as string;
     const text = flag(args, 'message');
@@ -167,12 +163,8 @@ export async function runForkCommand(argv: string[], io: CommandIo, deps: Activa
   let json = false;
   let repo: SessionRepository | undefined;
   try {
-    const args = parseArgs(argv, { booleans: ['json', 'help'], values: ['to', 'fork-id', 'repository'] });
+    const args = parseArgs(argv, { booleans: ['json'], values: ['to', 'fork-id', 'repository'] });
     json = bool(args, 'json');
-    if (bool(args, 'help')) {
-      io.stdout.write(FORK_USAGE);
-      return 0;
-    }
     if (args.positionals.length !== 1) throw new UsageError('expected exactly one <session-id>@<revision>');
     const ref = args.positionals[0] as string;
     const at = ref.lastIndexOf('@');

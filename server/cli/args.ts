@@ -1,6 +1,9 @@
 // A small, strict argv parser for the CLI commands: known flags only (an unknown flag is an
 // error naming it), `--flag value` or `--flag=value`, repeatable flags, positionals, and `--`
-// ending the flags (what follows is a command's argv).
+// ending the flags (what follows is a command's argv). Also the one `--help`/`-h` rule every
+// command shares (the dispatcher in server/main.ts applies it) and the one UsageError (exit 2).
+
+/** A wrong command line: the command prints the message and its usage, and exits 2. */
 export class UsageError extends Error {
   override readonly name = 'UsageError';
   readonly code = 'usage';
@@ -62,19 +65,19 @@ export function writeLine(stream: NodeJS.WritableStream, text: string): void {
 
 /**
  * `<command> <verb> [options]`: the verb and its parsed options, or the exit code after printing
- * the usage (0 for `help`, 2 when the verb is missing or an option is wrong).
+ * the usage (2 when the verb is missing or an option is wrong). `--help` never gets here: the
+ * dispatcher answers it (wantsHelp).
  */
 export function parseVerb(
   argv: string[],
   usage: string,
   spec: { booleans: string[]; values: string[] },
-  stdout: NodeJS.WritableStream,
   stderr: NodeJS.WritableStream,
 ): { verb: string; args: ParsedArgs } | { exitCode: number } {
   const [verb, ...rest] = argv;
-  if (!verb || verb === '--help' || verb === 'help') {
-    writeLine(verb ? stdout : stderr, usage);
-    return { exitCode: verb ? 0 : 2 };
+  if (!verb) {
+    writeLine(stderr, usage);
+    return { exitCode: 2 };
   }
   try {
     return { verb, args: parseArgs(rest, spec) };
@@ -82,4 +85,58 @@ export function parseVerb(
     writeLine(stderr, `error: ${(err as Error).message}\n${usage}`);
     return { exitCode: 2 };
   }
+}
+
+/** What `--help` prints for one command: its usage, and each subcommand's own usage by name. */
+export interface CommandHelp {
+  /** Names `sandbox-sessions <command>`. */
+  usage: string;
+  /** Each names `sandbox-sessions <command> <subcommand>`. */
+  subcommands?: Readonly<Record<string, string>>;
+}
+
+/**
+ * Whether a command's argv (after the command name) asks for help: `--help` or `-h` anywhere
+ * before `--` (after it, they belong to the sandbox command's argv, e.g. `exec NAME -- ls -h`),
+ * or `help` as the subcommand.
+ */
+export function wantsHelp(argv: readonly string[]): boolean {
+  if (argv[0] === 'help') return true;
+  for (const arg of argv) {
+    if (arg === '--') return false;
+    if (arg === '--help' || arg === '-h') return true;
+  }
+  return false;
+}
+
+/**
+ * The most specific usage for a command's argv: the first word before `--` that names a
+ * subcommand picks that subcommand's usage; otherwise the command's. Ends with a newline.
+ */
+export function usageFor(help: CommandHelp, argv: readonly string[]): string {
+  const end = argv.indexOf('--');
+  const words = (end >= 0 ? argv.slice(0, end) : argv).filter((a) => !a.startsWith('-'));
+  const subcommands = help.subcommands ?? {};
+  const sub = words.find((w) => Object.hasOwn(subcommands, w));
+  const text = sub !== undefined ? (subcommands[sub] as string) : help.usage;
+  return text.endsWith('\n') ? text : `${text}\n`;
+}
+
+/**
+ * Help for a `<command> <verb> [options]` command from one synopsis per verb (starting with the
+ * verb; further lines continue it): the command's usage lists them all, each verb's usage is its
+ * own synopsis; `footer` (the options every verb takes) ends both.
+ */
+export function verbHelp(command: string, synopses: Readonly<Record<string, string>>, footer: string): CommandHelp {
+  const prefix = `sandbox-sessions ${command}`;
+  const layout = (synopsis: string, indent: number): string => {
+    const [first, ...more] = synopsis.split('\n').map((l) => l.trim());
+    const verbWidth = (first ?? '').indexOf(' ') + 1;
+    return [first, ...more.map((l) => `${' '.repeat(indent + verbWidth)}${l}`)].join('\n');
+  };
+  const lines = Object.values(synopses).map((s) => `  ${layout(s, 2)}`);
+  const subcommands = Object.fromEntries(
+    Object.entries(synopses).map(([verb, s]) => [verb, `usage: ${prefix} ${layout(s, `usage: ${prefix} `.length)}\n${footer}`]),
+  );
+  return { usage: [`usage: ${prefix} <command> [options]`, ...lines, footer].join('\n'), subcommands };
 }

@@ -14,6 +14,7 @@ import {
   type BundleProgress,
 } from '../bundle';
 import { defaultStateIdentity, MAKA_STATE_IDENTITY_MEDIA_TYPE, packWorkspace } from '../bundle/packWorkspace';
+import { type CommandHelp, UsageError } from './args';
 
 export interface CliIo {
   stdout: NodeJS.WritableStream;
@@ -22,19 +23,31 @@ export interface CliIo {
 
 const STATE_IDENTITY_MEDIA_TYPE = MAKA_STATE_IDENTITY_MEDIA_TYPE;
 
-export const BUNDLE_USAGE = `usage:
-  sandbox-sessions bundle pack <state-dir> <workspace-dir> -o <out.tar.zst> --session-id <id>
-        [--identity-file <file> [--identity-media-type <type>]] [--last-activation-id <id>]
-  sandbox-sessions bundle inspect <file.tar.zst> [--json] [--expected-digest sha256:<hex>]
-  sandbox-sessions bundle hydrate <file.tar.zst> <destination> --session-id <id>
-  sandbox-sessions bundle cleanup <destination>
+/** Every bundle subcommand's synopsis (the help text); COMMANDS below must implement exactly these. */
+const SYNOPSES = {
+  pack: `sandbox-sessions bundle pack <state-dir> <workspace-dir> -o <out.tar.zst> --session-id <id>
+        [--identity-file <file> [--identity-media-type <type>]] [--last-activation-id <id>]`,
+  inspect: 'sandbox-sessions bundle inspect <file.tar.zst> [--json] [--expected-digest sha256:<hex>]',
+  hydrate: 'sandbox-sessions bundle hydrate <file.tar.zst> <destination> --session-id <id>',
+  cleanup: 'sandbox-sessions bundle cleanup <destination>',
+} as const;
 
-pack snapshots the workspace first: .git, node_modules, caches and logs are left out (and listed);
+const PACK_NOTE = `pack snapshots the workspace first: .git, node_modules, caches and logs are left out (and listed);
 a known secret file (.env, keys, credentials…) refuses the pack. Without --identity-file the identity is
 {"schemaVersion":1,"makaSessionId":<session-id>} (${STATE_IDENTITY_MEDIA_TYPE}).
 `;
 
-class UsageError extends Error {}
+const BUNDLE_USAGE = `usage:\n${Object.values(SYNOPSES).map((s) => `  ${s}`).join('\n')}\n\n${PACK_NOTE}`;
+
+export const BUNDLE_HELP: CommandHelp = {
+  usage: BUNDLE_USAGE,
+  subcommands: {
+    pack: `usage: ${SYNOPSES.pack}\n\n${PACK_NOTE}`,
+    inspect: `usage: ${SYNOPSES.inspect}\n`,
+    hydrate: `usage: ${SYNOPSES.hydrate}\n`,
+    cleanup: `usage: ${SYNOPSES.cleanup}\n`,
+  } satisfies Record<keyof typeof SYNOPSES, string>,
+};
 
 function formatBytes(n: number): string {
   if (n < 1024) return `${n} B`;
@@ -175,15 +188,11 @@ async function cleanup(args: string[], io: CliIo): Promise<void> {
   io.stdout.write(`removed ${r.removedStagingDirectories} staging director${r.removedStagingDirectories === 1 ? 'y' : 'ies'} and ${r.removedOwnershipRecords} ownership record(s) for ${r.destinationRoot}\n`);
 }
 
-const COMMANDS: Record<string, (args: string[], io: CliIo) => Promise<void>> = { pack, inspect, hydrate, cleanup };
+const COMMANDS: Record<keyof typeof SYNOPSES, (args: string[], io: CliIo) => Promise<void>> = { pack, inspect, hydrate, cleanup };
 
 export async function runBundleCommand(argv: string[], io: CliIo): Promise<number> {
   const [command, ...rest] = argv;
-  if (command === '--help' || command === '-h' || command === 'help') {
-    io.stdout.write(BUNDLE_USAGE);
-    return 0;
-  }
-  const run = command === undefined ? undefined : COMMANDS[command];
+  const run = command !== undefined && Object.hasOwn(COMMANDS, command) ? COMMANDS[command as keyof typeof COMMANDS] : undefined;
   if (run === undefined) {
     io.stderr.write(`${command === undefined ? 'missing bundle command' : `unknown bundle command ${JSON.stringify(command)}`}\n${BUNDLE_USAGE}`);
     return 2;

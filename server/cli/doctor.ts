@@ -9,7 +9,7 @@ import { findGateway } from '../gateway/daemonClient';
 import { PassThrough } from 'node:stream';
 import { createLogger } from '../log';
 import { KruntimesSandboxProvider } from '../sandboxes/kruntimes/kruntimesProvider';
-import { bool, flag, parseArgs, writeLine } from './args';
+import { bool, type CommandHelp, flag, parseArgs, writeLine } from './args';
 import type { CommandIo as CliIo } from './io';
 
 export interface DoctorCheck {
@@ -75,17 +75,16 @@ export async function doctorChecks(stateDir: string): Promise<DoctorCheck[]> {
   return checks;
 }
 
+const USAGE = 'usage: sandbox-sessions doctor [--json] [--state-dir DIR]';
+export const DOCTOR_HELP: CommandHelp = { usage: USAGE };
+
 export async function runDoctorCommand(argv: string[], io: CliIo): Promise<number> {
   let args;
   try {
-    args = parseArgs(argv, { booleans: ['json', 'help'], values: ['state-dir'] });
+    args = parseArgs(argv, { booleans: ['json'], values: ['state-dir'] });
   } catch (err) {
-    writeLine(io.stderr, `error: ${(err as Error).message}\nusage: sandbox-sessions doctor [--json] [--state-dir DIR]`);
+    writeLine(io.stderr, `error: ${(err as Error).message}\n${USAGE}`);
     return 2;
-  }
-  if (bool(args, 'help')) {
-    writeLine(io.stdout, 'usage: sandbox-sessions doctor [--json] [--state-dir DIR]');
-    return 0;
   }
   const checks = await doctorChecks(flag(args, 'state-dir') ?? defaultStateDir());
   if (bool(args, 'json')) writeLine(io.stdout, JSON.stringify({ checks }));

@@ -15,6 +15,7 @@ import { RevisionIndexCache } from '../sessions/revisionIndex';
 import { ActivationService } from '../activation/service';
 import type { ActivationCommandConfig } from '../activation/sandboxLayout';
 import { z } from 'zod';
+import type { CommandHelp } from './args';
 import type { CommandIo } from './io';
 
 /**
@@ -29,11 +30,16 @@ function activationCommandFromEnv(): ActivationCommandConfig | undefined {
   return { argv: parsed.data };
 }
 
+const USAGE = `usage: sandbox-sessions server --stdio [--clientProcessId PID]
+  the companion JSON-RPC server an editor starts: Content-Length framed JSON-RPC on stdin/stdout
+  (methods: docs/protocol.md), structured logs on stderr; --clientProcessId ends it when that process does`;
+export const SERVER_HELP: CommandHelp = { usage: USAGE };
+
 export async function runServerCommand(argv: string[], io: CommandIo): Promise<number> {
   // --clientProcessId is what vscode-languageclient passes: the server ends when its editor does.
   const { values } = parseArgs({ args: argv, options: { stdio: { type: 'boolean' }, clientProcessId: { type: 'string' } }, strict: true });
   if (!values.stdio) {
-    io.stderr.write('usage: sandbox-sessions server --stdio\n');
+    io.stderr.write(`${USAGE}\n`);
     return 2;
   }
   const log = createLogger(io.stderr);

@@ -11,30 +11,32 @@ import { materializeSessionCheckpointV1, publishSessionCheckpointV1 } from '../r
 import type { SessionRepository } from '../repository/contract';
 import { SessionRepositoryError } from '../repository/errors';
 import { openSessionRepository } from '../repository/open';
-import { runActivateCommand, runForkCommand } from './activation';
+import { ACTIVATE_USAGE, FORK_USAGE, runActivateCommand, runForkCommand } from './activation';
+import { type CommandHelp, UsageError } from './args';
 
 interface Io {
   stdout: NodeJS.WritableStream;
   stderr: NodeJS.WritableStream;
 }
 
-const USAGE = `Usage: sandbox-sessions session <command> [options]
+/** Every subcommand of `session`: its forms (synopsis, what it does). HANDLERS, activate and fork implement exactly these. */
+const SUBCOMMANDS = {
+  list: [['list', 'sessions with their head and retained revisions']],
+  show: [['show <id>', 'the head revision (objects re-verified)']],
+  revisions: [['revisions <id>', 'retained revisions, newest first']],
+  checkout: [['checkout <id>[@rN] <dest-file>', "write a revision's bundle to a new file (verified while copying)"]],
+  commit: [
+    ['commit <id> <bundle-file> --expected-revision rN [--commit-id X] [--activation-id X]', 'publish the bundle and commit it if the head is still rN'],
+    ['commit <id> <bundle-file> --agent-id A [--activation-id X]', 'create a new session with the bundle as r1'],
+  ],
+  delete: [['delete <id>', 'delete a session and its revisions (its id is never reused)']],
+  activate: [['activate <id> --message "…"', 'run one activation (agent turn) in a fresh sandbox and commit it']],
+  fork: [['fork <id>@<rN> [--to <new-id>]', 'fork a session at a retained revision']],
+  gc: [['gc', 'delete objects no retained revision or fork references']],
+} as const satisfies Record<string, readonly (readonly [string, string])[]>;
+type Subcommand = Exclude<keyof typeof SUBCOMMANDS, 'activate' | 'fork'>;
 
-Commands:
-  list                                   sessions with their head and retained revisions
-  show <id>                              the head revision (objects re-verified)
-  revisions <id>                         retained revisions, newest first
-  checkout <id>[@rN] <dest-file>         write a revision's bundle to a new file (verified while copying)
-  commit <id> <bundle-file> --expected-revision rN [--commit-id X] [--activation-id X]
-                                         publish the bundle and commit it if the head is still rN
-  commit <id> <bundle-file> --agent-id A [--activation-id X]
-                                         create a new session with the bundle as r1
-  delete <id>                            delete a session and its revisions (its id is never reused)
-  activate <id> --message "…"            run one activation (agent turn) in a fresh sandbox and commit it
-  fork <id>@<rN> [--to <new-id>]         fork a session at a retained revision
-  gc                                     delete objects no retained revision or fork references
-
-Options:
+const OPTIONS_AND_EXIT_CODES = `Options:
   --repository <dir|postgres://…>        default: $SANDBOX_SESSIONS_REPOSITORY, else $XDG_DATA_HOME/sandbox-sessions/repository
   --json                                 machine-readable output
   --max-bytes <n>                        checkout: refuse bundles larger than this
@@ -42,7 +44,29 @@ Options:
 Exit codes: 0 ok, 1 failed, 2 usage error, 3 conflict (revision_conflict, session_already_exists, idempotency_conflict).
 `;
 
-class UsageError extends Error {}
+const row = ([synopsis, summary]: readonly [string, string]): string =>
+  synopsis.length < 38 ? `  ${synopsis.padEnd(38)} ${summary}` : `  ${synopsis}\n${' '.repeat(41)}${summary}`;
+
+const USAGE = `Usage: sandbox-sessions session <command> [options]
+
+Commands:
+${Object.values(SUBCOMMANDS).flat().map(row).join('\n')}
+
+${OPTIONS_AND_EXIT_CODES}`;
+
+export const SESSION_HELP: CommandHelp = {
+  usage: USAGE,
+  subcommands: {
+    ...Object.fromEntries(
+      Object.entries(SUBCOMMANDS).map(([name, forms]) => [
+        name,
+        `${forms.map(([synopsis, summary]) => `Usage: sandbox-sessions session ${synopsis}\n  ${summary}`).join('\n')}\n\n${OPTIONS_AND_EXIT_CODES}`,
+      ]),
+    ),
+    activate: ACTIVATE_USAGE,
+    fork: FORK_USAGE,
+  },
+};
 
 const CONFLICTS = new Set(['revision_conflict', 'session_already_exists', 'idempotency_conflict']);
 
@@ -59,15 +83,15 @@ export async function runSessionCommand(argv: string[], io: Io): Promise<number>
   }
   const { values, positionals } = parsed;
   const [command, ...args] = positionals;
-  if (values.help || command === undefined || command === 'help') {
-    (command === undefined && !values.help ? io.stderr : io.stdout).write(USAGE);
-    return command === undefined && !values.help ? 2 : 0;
+  if (command === undefined) {
+    io.stderr.write(USAGE);
+    return 2;
   }
   const json = values.json === true;
   let repo: SessionRepository | undefined;
   try {
-    const handler = HANDLERS[command];
-    if (!handler) throw new UsageError(`unknown command "${command}"`);
+    if (!Object.hasOwn(HANDLERS, command)) throw new UsageError(`unknown command "${command}"`);
+    const handler = HANDLERS[command as Subcommand];
     repo = await openSessionRepository(values.repository !== undefined ? { location: values.repository } : {});
     const result = await handler(repo, args, values);
     io.stdout.write(json ? JSON.stringify(result.json, null, 2) + '\n' : result.text);
@@ -97,7 +121,6 @@ function parse(argv: string[]) {
     options: {
       repository: { type: 'string' },
       json: { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
       'expected-revision': { type: 'string' },
       'commit-id': { type: 'string' },
       'agent-id': { type: 'string' },
@@ -156,7 +179,7 @@ async function digestFile(file: string): Promise<{ digest: string; bytes: number
   return { digest: `sha256:${hash.digest('hex')}`, bytes };
 }
 
-const HANDLERS: Record<string, Handler> = {
+const HANDLERS: Record<Subcommand, Handler> = {
   async list(repo, args) {
     exactly(args, []);
     const sessions = await repo.listSessions();

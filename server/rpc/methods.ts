@@ -1,7 +1,7 @@
 // Builds the handler for every method of the protocol table from the server's services.
 // Adding a method to protocol/companion.ts without a handler here fails the typecheck.
 import path from 'node:path';
-import { CompanionError, companionMethods, COMPANION_PROTOCOL_VERSION } from '../../protocol/companion';
+import { CompanionError, companionMethods, COMPANION_PROTOCOL_VERSION, initializeClient } from '../../protocol/companion';
 import { DEFAULT_PEOPLE_LIMITS } from '../../protocol/bundle';
 import type { ProviderKind } from '../../protocol/sandboxes';
 import { hydrateSessionBundle, inspectSessionBundle, type BundleProgress } from '../bundle';
@@ -49,14 +49,17 @@ export function createMethodHandlers(services: Services): MethodHandlers {
     return p;
   };
   return {
-    initialize: async () => ({
-      serverVersion: SERVER_VERSION,
-      protocolVersion: COMPANION_PROTOCOL_VERSION,
-      nodeVersion: process.version,
-      methods: Object.keys(companionMethods),
-      serverInfo: { name: 'sandbox-sessions', version: SERVER_VERSION },
-      capabilities: {},
-    }),
+    initialize: async (params, ctx) => {
+      ctx.log.info('client connected', { client: initializeClient(params) });
+      return {
+        serverVersion: SERVER_VERSION,
+        protocolVersion: COMPANION_PROTOCOL_VERSION,
+        nodeVersion: process.version,
+        methods: Object.keys(companionMethods),
+        serverInfo: { name: 'sandbox-sessions', version: SERVER_VERSION },
+        capabilities: {},
+      };
+    },
     shutdown: async () => null,
     'providers/list': async () => ({ providers: await Promise.all([...services.providers.values()].map((p) => p.info())) }),
     'sandboxes/list': async (params) => ({

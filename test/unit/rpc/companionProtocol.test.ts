@@ -3,7 +3,7 @@
 // server stays up for the next valid request.
 import assert from 'node:assert/strict';
 import { ResponseError } from 'vscode-jsonrpc/node';
-import { companionMethods, JsonRpcErrorNumber } from '../../../protocol/companion';
+import { companionMethods, DEFAULT_CLIENT_NAME, JsonRpcErrorNumber } from '../../../protocol/companion';
 import { type CompanionProcess, spawnCompanion } from '../../fixtures/companionProcess';
 
 const frame = (body: string | Buffer) => {
@@ -80,6 +80,29 @@ describe('companion server: JSON-RPC over stdio', function () {
 
 describe('companion server: LSP lifecycle (as vscode-languageclient drives it)', function () {
   this.timeout(30_000);
+  it('accepts LSP InitializeParams without clientInfo (optional in LSP) and logs the client as unknown', async () => {
+    const server = spawnCompanion();
+    try {
+      // Exactly what a minimal LSP client sends: no clientInfo, no clientName of ours.
+      const result = (await server.connection.sendRequest('initialize', {
+        processId: process.pid,
+        rootUri: null,
+        capabilities: {},
+      })) as { protocolVersion: number; serverInfo: { name: string }; methods: string[] };
+      assert.equal(result.protocolVersion, 1);
+      assert.equal(result.serverInfo.name, 'sandbox-sessions');
+      assert.ok(result.methods.includes('sandboxes/list'));
+      const connected = server
+        .stderr()
+        .split('\n')
+        .filter((l) => l.includes('"client connected"'))
+        .map((l) => JSON.parse(l) as { client: { name: string } });
+      assert.deepEqual(connected.map((l) => l.client.name), [DEFAULT_CLIENT_NAME]);
+    } finally {
+      assert.equal(await server.stop(), 0);
+    }
+  });
+
   it('accepts LSP initialize params, then shutdown and exit end the process with 0', async () => {
     const server = spawnCompanion();
     const exited = new Promise<number | null>((resolve) => server.child.on('exit', (c) => resolve(c)));
