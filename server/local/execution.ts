@@ -3,7 +3,9 @@
 // streamed in ≤32 KiB chunks, a per-command timeout, and cancellation that sends SIGTERM to
 // the whole group and SIGKILL after a 2 s grace. Exit code −1 whenever a signal ended it.
 // When the command's main process exits, anything it left behind in its group is killed:
-// a command's processes never outlive it (as under bubblewrap's pid namespace).
+// a command's processes never outlive it (as under bubblewrap's pid namespace). The outcome
+// (finished, cancelled, timed out) is reported only once nothing of the group is left; if
+// something survives SIGKILL past a bound, the command fails with CommandLostError instead.
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -11,7 +13,8 @@ import type { Writable } from 'node:stream';
 import { GatewayLimits, OUTPUT_TRUNCATED_MARKER } from '../../protocol/kruntimes/gateway';
 import type { Backend, LaunchSpec } from './backend';
 import { processStartTime } from '../platform/processIdentity';
-import { signalGroup } from './procInfo';
+import { CommandLostError } from './commandLost';
+import { GROUP_EXIT_BOUND_MS, killGroupAndWait, signalGroup } from './procInfo';
 import { SessionError } from './sessionError';
 
 export type OutputStream = 'stdout' | 'stderr';
@@ -207,18 +210,22 @@ export function runCommand(backend: Backend, run: CommandRun): Promise<CommandOu
       if (settled || !exited) return;
       settled = true;
       cleanup();
-      // Nothing of the command may survive it (its group is killed; the grace timer, if a
-      // cancel started one, is no longer needed).
-      signalGroup(pgid as number, 'SIGKILL');
       if (killTimer) clearTimeout(killTimer);
       const signalled = exited.signal !== null || exited.code === null;
-      resolve({
+      const outcome: CommandOutcome = {
         exitCode: timedOut || aborted || signalled ? -1 : (exited.code as number),
         stdout: stdout.result(),
         stderr: stderr.result(),
         timedOut,
         ...(aborted ? { abortReason: run.signal.reason as unknown } : {}),
-      });
+      };
+      // Nothing of the command may survive it: its group is killed (the grace timer, if a
+      // cancel started one, is no longer needed), and the outcome waits until the kernel has
+      // really removed every process of it.
+      void killGroupAndWait(pgid as number, GROUP_EXIT_BOUND_MS).then((survivors) => {
+        if (survivors.length === 0) resolve(outcome);
+        else reject(new CommandLostError(pgid as number, survivors, GROUP_EXIT_BOUND_MS));
+      }, reject);
     }
   });
 }

@@ -34,7 +34,9 @@ import { ArtifactInvalidError, exportArtifacts } from './artifactExport';
 import { readJsonRecord, writeJsonAtomic } from './atomicFile';
 import type { Backend, ProbeResult } from './backend';
 import type { BackendRegistry } from './backends';
+import { CommandLostError } from './commandLost';
 import { ExecRecords, killRecordedGroup, ownerAlive, type ExecRecord } from './execRecord';
+import { GROUP_EXIT_BOUND_MS, killGroupAndWait } from './procInfo';
 import { LocalSession } from './localSession';
 import { RunLock } from './runLock';
 import { SessionError } from './sessionError';
@@ -206,12 +208,15 @@ export class LocalRuntime extends EventEmitter {
     for (const rec of await records.list()) {
       if (rec.state !== 'running' || ownerAlive(rec)) continue;
       const killed = killRecordedGroup(rec, 'SIGKILL');
+      const survivors = killed ? await killGroupAndWait(rec.kill.pgid) : [];
+      const what = survivors.length > 0 ? `; ${new CommandLostError(rec.kill.pgid, survivors, GROUP_EXIT_BOUND_MS).message}` : killed ? '; its remaining processes were killed' : '';
+      if (survivors.length > 0) this.log(`run ${uid}: operation ${rec.operationId}: CommandLost${what}`);
       const updated: ExecRecord = {
         ...rec,
         state: 'lost',
         outcome: 'lost',
         exitCode: -1,
-        message: `the gateway daemon (pid ${rec.owner.pid}) that ran this command exited${killed ? '; its remaining processes were killed' : ''}`,
+        message: `the gateway daemon (pid ${rec.owner.pid}) that ran this command exited${what}`,
         endedAt: new Date().toISOString(),
       };
       await records.write(updated);
@@ -544,6 +549,7 @@ export class LocalRuntime extends EventEmitter {
       queueSize: Math.min(sessionMode.queueSize ?? GatewayLimits.maxQueueSize, GatewayLimits.maxQueueSize),
       operationTimeoutMs: opTimeout > 0 ? opTimeout : GatewayLimits.maxOperationTimeoutMs,
       records: new ExecRecords(this.layout.execDir(uid)),
+      log: (line) => this.log(`run ${run.metadata.namespace}/${run.metadata.name}: ${line}`),
     });
   }
 

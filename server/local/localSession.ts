@@ -1,7 +1,8 @@
 // One Ready local Run as the Runtime Server sees it: the FIFO mutation queue, commands and
 // file mutations through it, reads and listings beside it, the operation deadline, explicit
-// cancel by operation id, the activity clock the idle timeout reads, the lease clock the lease
-// timeout reads (renewed only by connection heartbeats), and drain/close.
+// cancel by operation id (answered once the command is gone), the activity clock the idle
+// timeout reads, the lease clock the lease timeout reads (renewed only by connection
+// heartbeats), and drain/close.
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import {
@@ -13,6 +14,7 @@ import {
 } from '../../protocol/kruntimes/gateway';
 import type { Backend } from './backend';
 import { runCommand, type OutputStream } from './execution';
+import { CommandLostError } from './commandLost';
 import { ExecRecords, killRecordedGroup, ownerAlive, selfIdentity, type ExecOutcome, type ExecRecord } from './execRecord';
 import {
   createSessionDirectory,
@@ -26,6 +28,7 @@ import {
 } from './fileOperations';
 import { OperationAbort, abortKindOf } from './operationAbort';
 import { OperationQueue } from './operationQueue';
+import { GROUP_EXIT_BOUND_MS, killGroupAndWait } from './procInfo';
 import { SessionError, invalidArgument } from './sessionError';
 import { resolveFollow } from './workspacePaths';
 
@@ -45,6 +48,8 @@ export interface SessionConfig {
   records: ExecRecords;
   /** Called on every admitted or completed mutation/command (the idle timeout's clock). */
   onActivity?: () => void;
+  /** Where the session reports what callers may not see (a command lost after SIGKILL). */
+  log?: (line: string) => void;
 }
 
 export interface ExecuteOptions {
@@ -79,7 +84,8 @@ function nowNs(): bigint {
 
 export class LocalSession {
   private readonly queue: OperationQueue;
-  private readonly active = new Map<string, AbortController>();
+  /** Admitted operations by id: how to stop one, and when it has finished (its error, if any). */
+  private readonly active = new Map<string, { controller: AbortController; done: Promise<unknown> }>();
   private accepting = true;
   private closed = false;
   lastActivityNs: bigint = nowNs();
@@ -134,7 +140,7 @@ export class LocalSession {
       cleanup();
       throw err;
     }
-    this.active.set(opts.operationId, controller);
+    this.active.set(opts.operationId, { controller, done: running.then(() => undefined, (err: unknown) => err) });
     if (opts.clientSignal?.aborted) onClientAbort();
     else opts.clientSignal?.addEventListener('abort', onClientAbort, { once: true });
     this.touch();
@@ -226,6 +232,9 @@ export class LocalSession {
           // An unwritable state dir must not fail the command; it only loses crash recovery.
         }
       },
+    }).catch(async (err: unknown) => {
+      if (err instanceof CommandLostError) await this.recordLost(started, opts.operationId, err);
+      throw err;
     });
     const abortKind = abortKindOf(outcome.abortReason);
     const result: ExecOutcome =
@@ -246,6 +255,15 @@ export class LocalSession {
     return { command };
   }
 
+  /** A command whose processes outlived SIGKILL: its record says `lost` (never `cancelled`), and the log says why. */
+  private async recordLost(started: ExecRecord | undefined, operationId: string, err: CommandLostError): Promise<void> {
+    this.config.log?.(`operation ${operationId}: ${err.code}: ${err.message}`);
+    if (!started) return;
+    await this.config.records
+      .write({ ...started, state: 'lost', outcome: 'lost', exitCode: -1, message: err.message, endedAt: new Date().toISOString() })
+      .catch(() => undefined);
+  }
+
   read(p: string, maxBytes: number, offset = 0): Promise<ReadResult> {
     return readSessionFile(this.config.sessionRoot, p, maxBytes, offset);
   }
@@ -254,27 +272,42 @@ export class LocalSession {
     return listSessionFiles(this.config.sessionRoot, dir, limit, pageToken);
   }
 
-  /** Cancels a queued or running operation by id, also one a previous daemon left behind. */
+  /**
+   * Cancels a queued or running operation by id, also one a previous daemon left behind.
+   * `cancelled` is answered only once nothing of the command is left; a command whose
+   * processes outlive SIGKILL throws CommandLostError (and its record says `lost`).
+   */
   async cancel(operationId: string): Promise<CancelResult> {
-    const controller = this.active.get(operationId);
-    if (controller) {
-      controller.abort(new OperationAbort('cancel'));
+    const op = this.active.get(operationId);
+    if (op) {
+      op.controller.abort(new OperationAbort('cancel'));
+      const err = await op.done;
+      if (err instanceof CommandLostError) throw err;
       return 'cancelled';
     }
     const rec = await this.config.records.read(operationId).catch(() => undefined);
     if (!rec) return 'unknown';
-    if (rec.state === 'running' && !ownerAlive(rec)) {
-      const killed = killRecordedGroup(rec, 'SIGKILL');
+    const orphaned = rec.state === 'running' && !ownerAlive(rec);
+    const stuck = rec.state !== 'running' && rec.outcome === 'lost'; // something may still run: try again
+    if (!orphaned && !stuck) return 'ended';
+    const killed = killRecordedGroup(rec, 'SIGKILL');
+    const survivors = killed ? await killGroupAndWait(rec.kill.pgid) : [];
+    if (survivors.length > 0) {
+      const err = new CommandLostError(rec.kill.pgid, survivors, GROUP_EXIT_BOUND_MS);
+      this.config.log?.(`operation ${operationId}: ${err.code}: ${err.message}`);
+      await this.config.records.write({ ...rec, state: 'lost', outcome: 'lost', message: err.message, endedAt: new Date().toISOString() });
+      throw err;
+    }
+    if (orphaned || killed) {
       await this.config.records.write({
         ...rec,
         state: 'lost',
         outcome: killed ? 'cancelled' : 'lost',
-        message: 'the gateway daemon that ran this command exited',
+        message: orphaned ? 'the gateway daemon that ran this command exited' : `${rec.message ?? 'lost'}; a later cancel killed what was left`,
         endedAt: new Date().toISOString(),
       });
-      return killed ? 'cancelled' : 'ended';
     }
-    return 'ended';
+    return killed ? 'cancelled' : 'ended';
   }
 
   /** Drain: refuse new operations (409 `session is finalizing`), let admitted ones finish. */
@@ -283,11 +316,15 @@ export class LocalSession {
     await this.queue.whenIdle();
   }
 
-  /** Immediate: refuse everything and cancel what is queued or running; bounded by the kill grace. */
+  /**
+   * Immediate: refuse everything and cancel what is queued or running; resolves once their
+   * processes are gone (bounded by the kill grace plus GROUP_EXIT_BOUND_MS; a command lost
+   * past that is logged and recorded `lost`).
+   */
   async close(): Promise<void> {
     this.accepting = false;
     this.closed = true;
-    for (const controller of this.active.values()) controller.abort(new OperationAbort('session'));
+    for (const { controller } of this.active.values()) controller.abort(new OperationAbort('session'));
     await this.queue.whenIdle();
   }
 

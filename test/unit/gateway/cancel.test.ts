@@ -1,12 +1,14 @@
 // Cancel kills everything: a command started through the gateway and cancelled by another
 // process (the CLI, through POST P/operations/{id}:cancel) leaves nothing of its process
-// group alive, ends with exit code −1 and outcome `cancelled`; a finished command answers
+// group alive — already when the cancel answers `cancelled` — ends with exit code −1 and
+// outcome `cancelled`; a child that ignores SIGTERM dies after the 2 s grace; a finished command answers
 // `ended`, an unknown id `unknown`; a caller that aborts its request cancels too.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import fs from 'node:fs';
 import path from 'node:path';
 import { processGroupMembers } from '../../../server/local/procInfo';
-import { call, readyRun, runsPath, startTestGateway, waitCommandRunning, type TestGateway } from './harness';
+import { call, readyRun, runsPath, startTestGateway, type TestGateway } from './harness';
 
 const ROOT = path.resolve(__dirname, '../../..');
 
@@ -19,6 +21,15 @@ function cli(stateDir: string, args: string[]): Promise<{ code: number; stdout: 
       (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
     );
   });
+}
+
+/** Whether a pid still runs (a zombie runs nothing). */
+function running(pid: number): boolean {
+  try {
+    return !/\) Z /.test(fs.readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return false;
+  }
 }
 
 async function waitFor<T>(what: string, fn: () => Promise<T | undefined> | T | undefined, timeoutMs = 10_000): Promise<T> {
@@ -58,6 +69,7 @@ describe('local gateway: cancel', function () {
     const res = await cli(t.stateDir, ['cancel', run.metadata.name ?? '', opId, '--json']);
     assert.equal(res.code, 0, res.stderr);
     assert.deepEqual(JSON.parse(res.stdout), { result: 'cancelled' });
+    assert.deepEqual(processGroupMembers(pgid), [], 'no process of the command group is left when the cancel result arrives');
 
     const reply = await pending;
     assert.equal(reply.status, 200);
@@ -74,21 +86,27 @@ describe('local gateway: cancel', function () {
     assert.equal(unknown.text, '{"result":"unknown"}\n');
   });
 
-  it('a command that ignores SIGTERM is killed after the 2 s grace', async () => {
-    const { run, P } = await readyRun(t.gw);
+  it('a command that ignores SIGTERM is killed after the 2 s grace, and its TERM-ignoring child is gone when the results arrive', async () => {
+    const { P } = await readyRun(t.gw);
     const pending = call(t.gw, 'POST', `${P}/operations:execute`, {
-      body: { command: { argv: ['sh', '-c', "trap '' TERM; sleep 600 & trap '' TERM; wait"] } },
+      body: { command: { argv: ['sh', '-c', "trap '' TERM; sleep 600 & echo $! > sleeper.pid; wait"] } },
       headers: { 'idempotency-key': 'stubborn' },
     });
-    await waitCommandRunning(t.gw, run);
-    await new Promise((r) => setTimeout(r, 100)); // let the shell install its trap
+    // The pid of the background sleep (which inherited the ignored SIGTERM), as the command wrote it.
+    const pid = await waitFor('the sleeper pid', async () => {
+      const r = await call(t.gw, 'GET', `${P}/files/sleeper.pid`);
+      const text = r.status === 200 ? Buffer.from((r.json() as { contents: string }).contents, 'base64').toString() : '';
+      return /^\d+\n$/.test(text) ? Number(text) : undefined;
+    });
+    assert.equal(running(pid), true);
     const started = Date.now();
     const c = await call(t.gw, 'POST', `${P}/operations/stubborn:cancel`);
-    assert.equal(c.text, '{"result":"cancelled"}\n');
-    const reply = await pending;
     const took = Date.now() - started;
+    assert.equal(c.text, '{"result":"cancelled"}\n');
+    assert.equal(running(pid), false, 'the TERM-ignoring child is gone when the cancel result arrives');
+    assert.ok(took >= 1900 && took < 8000, `SIGKILL after the grace, not before: took ${took} ms`);
+    const reply = await pending;
     assert.deepEqual(reply.json(), { command: { exitCode: -1, cancelled: true } });
-    assert.ok(took >= 1900 && took < 6000, `took ${took} ms`);
   });
 
   it('a finished command answers ended', async () => {
