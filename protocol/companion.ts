@@ -136,20 +136,28 @@ export function defineNotification<P extends z.ZodType>(
 
 /**
  * `initialize` takes our own fields, or the Language Server Protocol's (`clientInfo`, `processId`,
- * `capabilities`…) so that vscode-languageclient can start and supervise the server unchanged.
+ * `capabilities`…) so that vscode-languageclient — or any LSP client — can start and supervise the
+ * server unchanged. Every field is optional, as in LSP's InitializeParams (where `clientInfo` is
+ * optional too); a client that names itself neither way is called DEFAULT_CLIENT_NAME.
  */
-export const InitializeParamsSchema = z
-  .looseObject({
-    clientName: z.string().min(1).optional(),
-    clientVersion: z.string().optional(),
-    protocolVersion: z.literal(COMPANION_PROTOCOL_VERSION).optional(),
-    clientInfo: z.looseObject({ name: z.string().min(1), version: z.string().optional() }).optional(),
-    processId: z.number().int().nullable().optional(),
-  })
-  .refine((p) => p.clientName !== undefined || p.clientInfo !== undefined, {
-    message: 'clientName (or LSP clientInfo.name) is required',
-    path: ['clientName'],
-  });
+export const InitializeParamsSchema = z.looseObject({
+  clientName: z.string().min(1).optional(),
+  clientVersion: z.string().optional(),
+  protocolVersion: z.literal(COMPANION_PROTOCOL_VERSION).optional(),
+  clientInfo: z.looseObject({ name: z.string().min(1), version: z.string().optional() }).optional(),
+  processId: z.number().int().nullable().optional(),
+});
+export type InitializeParams = z.infer<typeof InitializeParamsSchema>;
+
+/** The name of a client whose `initialize` has neither `clientName` nor LSP `clientInfo.name`. */
+export const DEFAULT_CLIENT_NAME = 'unknown client';
+
+/** Who is connecting, for logs: our `clientName`, else LSP `clientInfo.name`, else DEFAULT_CLIENT_NAME. */
+export function initializeClient(params: InitializeParams): { name: string; version?: string } {
+  const name = params.clientName ?? params.clientInfo?.name ?? DEFAULT_CLIENT_NAME;
+  const version = params.clientName !== undefined ? params.clientVersion : params.clientInfo?.version;
+  return version !== undefined ? { name, version } : { name };
+}
 
 export const InitializeResultSchema = z.object({
   serverVersion: z.string(),
@@ -186,7 +194,10 @@ const EXAMPLE_CHECKPOINT = {
  */
 export const companionMethods = {
   initialize: defineMethod('initialize', {
-    description: 'Handshake: versions and the methods this server implements.',
+    description:
+      'Handshake: versions and the methods this server implements. Params are our own fields or LSP ' +
+      '`InitializeParams` (`processId`, `clientInfo`, `rootUri`, `capabilities`…); every field is optional, and a ' +
+      `client that gives neither \`clientName\` nor \`clientInfo.name\` is logged as "${DEFAULT_CLIENT_NAME}".`,
     params: InitializeParamsSchema,
     result: InitializeResultSchema,
     example: {

@@ -174,7 +174,7 @@ export class TerminalSession {
       try {
         for await (const event of client.stream({ command }, { signal })) {
           if (event.type === 'accepted') this.runningOperationId = event.accepted.operationID;
-          else if (event.type === 'output' && event.output.data) out.chunk(event.output.stream, Buffer.from(event.output.data, 'base64'));
+          else if (event.type === 'output' && event.output.data) out.chunk(event.output.stream === 'stderr' ? 'stderr' : 'stdout', Buffer.from(event.output.data, 'base64'));
           else if (event.type === 'completed') {
             out.finish();
             const result = event.completed.command;

@@ -1,6 +1,8 @@
-// The status bar item for the sandbox of the active editor: its phase and the time left before
-// the idle and total timeouts (idle from the gateway's last-activity time; reads do not count),
-// so a sandbox never stops without warning. Click → the sandbox's actions.
+// The status bar item for the sandbox of the active editor: its phase and what ends it — the time
+// left before the idle timeout (from the gateway's last-activity time; reads do not count), its
+// session lease (held while windows use it: no countdown, the tooltip says what happens when the
+// last one lets go; kruntimes era-D clusters have leases instead of idle timeouts) and the time
+// left before the total timeout — so a sandbox never stops without warning. Click → its actions.
 import * as vscode from 'vscode';
 import { parseGoDuration } from '../../protocol/kruntimes/run';
 import type { SandboxSummary } from '../../protocol/sandboxes';
@@ -16,6 +18,15 @@ export function formatRemaining(ms: number): string {
   const m = Math.floor((s % 3600) / 60);
   const sec = s % 60;
   return h > 0 ? `${h}:${String(m).padStart(2, '0')}:${String(sec).padStart(2, '0')}` : `${m}:${String(sec).padStart(2, '0')}`;
+}
+
+/** Whole seconds as `45s`, `5m`, `1h30m`. */
+export function formatSeconds(total: number): string {
+  const h = Math.floor(total / 3600);
+  const m = Math.floor((total % 3600) / 60);
+  const s = total % 60;
+  const out = `${h > 0 ? `${h}h` : ''}${m > 0 ? `${m}m` : ''}${s > 0 ? `${s}s` : ''}`;
+  return out === '' ? '0s' : out;
 }
 
 export class SandboxStatusBar implements vscode.Disposable {
@@ -80,11 +91,20 @@ export class SandboxStatusBar implements vscode.Disposable {
         parts.push(`idle ${formatRemaining(left)}`);
         tips.push(`Stops after ${summary.idleTimeoutSeconds} s without commands or changes (${formatRemaining(left)} left).`);
       }
+      if (summary.leaseTimeoutSeconds !== undefined) {
+        parts.push(`lease ${formatSeconds(summary.leaseTimeoutSeconds)}`);
+        tips.push(
+          `Holds a session lease: it lives while a window or process uses it and ends ${formatSeconds(summary.leaseTimeoutSeconds)} after the last one lets go (closing the last window that uses it counts).`,
+        );
+      }
       const total = summary.timeout ? parseGoDuration(summary.timeout) : undefined;
       if (total !== undefined && summary.startTime) {
         const left = Date.parse(summary.startTime) + total - Date.now();
         parts.push(`${formatRemaining(left)} left`);
         tips.push(`Ends at its total timeout of ${summary.timeout} (${formatRemaining(left)} left).`);
+      }
+      if (summary.idleTimeoutSeconds === undefined && summary.leaseTimeoutSeconds === undefined && total === undefined) {
+        tips.push('No idle timeout, lease or total timeout: it keeps its runtime until you close or cancel it.');
       }
     } else if (summary.message) {
       tips.push(`${summary.reason ? `${summary.reason}: ` : ''}${summary.message}`);

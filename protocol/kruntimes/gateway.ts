@@ -251,7 +251,8 @@ export type CancelResponse = z.infer<typeof CancelResponseSchema>;
 
 // ---- stream events (NDJSON, era C) ---------------------------------------------------------
 
-export const ProgressKindSchema = z.enum(['status', 'text_delta', 'tool_call_started', 'tool_call_finished']);
+/** Era D's gateway may also send `unspecified` (its default mapping, spec §10.5). */
+export const ProgressKindSchema = z.enum(['status', 'text_delta', 'tool_call_started', 'tool_call_finished', 'unspecified']);
 
 export const StreamEventSchema = z.discriminatedUnion('type', [
   z.looseObject({
@@ -262,7 +263,7 @@ export const StreamEventSchema = z.discriminatedUnion('type', [
   z.looseObject({
     sequence: z.number().int().min(1),
     type: z.literal('output'),
-    output: z.looseObject({ stream: z.enum(['stdout', 'stderr']), data: Base64Schema.optional() }),
+    output: z.looseObject({ stream: z.enum(['stdout', 'stderr', 'unspecified']), data: Base64Schema.optional() }),
   }),
   z.looseObject({
     sequence: z.number().int().min(1),

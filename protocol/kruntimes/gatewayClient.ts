@@ -1,10 +1,20 @@
 // The one client of the Runtime access API, used for a kruntimes gateway and the local gateway
 // alike: bounded (connection limits, timeouts, response caps), typed errors, reads retried
 // briefly after Ready (informer lag), mutations never retried (a transport failure means the
-// outcome is unknown).
+// outcome is unknown). It speaks both live eras (spec §10.10): status, listings and reads go
+// over HTTP on both; commands and file mutations go over HTTP (`operations:execute`,
+// `operations:stream`) on era C and over the process's one shared `operations:ws` Session
+// connection per sandbox on era D. The era is learnt from the first operation call — era D
+// answers it 404 `endpoint not found` before Run lookup, so nothing runs — and remembered per
+// gateway for the whole process (gatewayEra.ts).
 import { Agent, type Dispatcher, request } from 'undici';
 import type { z } from 'zod';
 import { parseJsonWithBigInts } from './goJson';
+import { isEndpointNotFoundError, knownGatewayEra, rememberGatewayEra } from './gatewayEra';
+import { gatewayTlsOptions, type GatewayTlsOptions } from './gatewayTls';
+import { ndjsonLines, NdjsonLineError } from './ndjsonLines';
+import type { HeartbeatHold, LeaseHeartbeatOptions } from './sessionConnection';
+import { acquireSessionConnection, type SessionConnectionRef } from './sessionConnectionPool';
 import {
   CancelResponseSchema,
   type CancelResponse,
@@ -13,6 +23,7 @@ import {
   type ExecuteResponse,
   type FileEntry,
   GatewayLimits,
+  httpStatusForGrpc,
   ListResponseSchema,
   type ListResponse,
   ReadResponseSchema,
@@ -51,6 +62,15 @@ export interface CallOptions {
   signal?: AbortSignal | undefined;
 }
 
+/** Options of a command or file mutation. */
+export interface OperationOptions extends CallOptions {
+  /**
+   * The operation's idempotency key (≤ 128 bytes of `[A-Za-z0-9._-]`), which is also its
+   * operation ID. On era D one is generated when absent; on era C it is sent only when given.
+   */
+  idempotencyKey?: string | undefined;
+}
+
 export interface CommandOutput {
   exitCode: number;
   stdout: Buffer;
@@ -82,12 +102,6 @@ export function encodeFilePath(path: string): string {
   return segments.map(encodeURIComponent).join('/');
 }
 
-function decodeCaBundle(caBundle: string): string {
-  const trimmed = caBundle.trim();
-  if (trimmed.startsWith('-----BEGIN')) return trimmed;
-  return Buffer.from(trimmed, 'base64').toString('utf8');
-}
-
 function isConnectError(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;
   return (
@@ -112,6 +126,11 @@ export class GatewayClient {
   private readonly authorization: string | undefined;
   private readonly retryReadsUntil: number;
   private readonly maxResponseBytes: number;
+  private readonly endpointUrl: string;
+  private readonly token: string | undefined;
+  private readonly tlsOptions: GatewayTlsOptions;
+  private sessionRef: SessionConnectionRef | undefined;
+  private closed = false;
 
   constructor(options: GatewayClientOptions) {
     let url: URL;
@@ -124,6 +143,9 @@ export class GatewayClient {
       throw new GatewayUsageError(`gateway endpoint must be http or https: ${options.endpoint.url}`);
     }
     this.base = url.toString().replace(/\/+$/, '');
+    this.endpointUrl = this.base;
+    this.token = options.token || undefined;
+    this.tlsOptions = gatewayTlsOptions(options.endpoint.caBundle, options.tls);
     this.authorization = options.token ? `Bearer ${options.token}` : undefined;
     this.retryReadsUntil = Date.now() + (options.readRetryWindowMs ?? 0);
     this.maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
@@ -131,26 +153,63 @@ export class GatewayClient {
       this.dispatcher = options.dispatcher;
       this.ownsDispatcher = false;
     } else {
-      const ca = options.endpoint.caBundle ? decodeCaBundle(options.endpoint.caBundle) : undefined;
       this.dispatcher = new Agent({
         connections: 8,
         pipelining: 1,
         keepAliveTimeout: 10_000,
         keepAliveMaxTimeout: 60_000,
-        connect: {
-          timeout: 10_000,
-          ...(ca ? { ca } : {}),
-          ...(options.tls?.rejectUnauthorized === false ? { rejectUnauthorized: false } : {}),
-          ...(options.tls?.servername ? { servername: options.tls.servername } : {}),
-        },
+        connect: { timeout: 10_000, ...this.tlsOptions },
       });
       this.ownsDispatcher = true;
     }
   }
 
-  /** Closes the client's own connection pool (a shared dispatcher is left to its owner). */
+  /**
+   * Closes the client's own connection pool (a shared dispatcher is left to its owner) and lets
+   * go of the shared Session connection (closed once no client of this process uses it).
+   */
   async close(): Promise<void> {
+    this.closed = true;
+    this.sessionRef?.release();
+    this.sessionRef = undefined;
     if (this.ownsDispatcher) await this.dispatcher.close();
+  }
+
+  /** The era this gateway was last seen to serve, if an operation call has shown it yet. */
+  get era(): 'C' | 'D' | undefined {
+    return knownGatewayEra(this.base);
+  }
+
+  /** This process's shared `operations:ws` connection to the sandbox (era D). */
+  private session() {
+    if (this.closed) throw new GatewayUsageError('the gateway client is closed');
+    this.sessionRef ??= acquireSessionConnection({ endpointUrl: this.endpointUrl, token: this.token, tls: this.tlsOptions });
+    return this.sessionRef.connection;
+  }
+
+  /**
+   * Holds the Run's lease (`leaseTimeoutSeconds`): `{"type":"heartbeat"}` every lease/3
+   * (0.1–30 s) on the sandbox's shared Session connection, reconnecting when it drops, until
+   * released. The hold keeps the connection open even after this client is closed.
+   */
+  heartbeat(leaseTimeoutSeconds: number, options: LeaseHeartbeatOptions = {}): HeartbeatHold {
+    const ref = acquireSessionConnection({ endpointUrl: this.endpointUrl, token: this.token, tls: this.tlsOptions });
+    let hold: HeartbeatHold;
+    try {
+      hold = ref.connection.holdLease(leaseTimeoutSeconds, options);
+    } catch (err) {
+      ref.release();
+      throw err;
+    }
+    let released = false;
+    return {
+      release: () => {
+        if (released) return;
+        released = true;
+        hold.release();
+        ref.release();
+      },
+    };
   }
 
   // ---- reads (retried briefly on 409/503 inside the retry window) -------------------------
@@ -208,20 +267,32 @@ export class GatewayClient {
 
   // ---- mutations (never retried) ------------------------------------------------------------
 
-  /** `operations:execute` with one operation; the raw 200 body. */
-  async execute(operation: SessionOperation, options: CallOptions = {}): Promise<ExecuteResponse> {
-    const text = await this.mutationCall('/operations:execute', operation, undefined, options);
-    return this.parse(ExecuteResponseSchema, parseJsonOrThrow(text));
+  /**
+   * One operation, waiting for its result: `operations:execute` on era C (the raw 200 body), the
+   * `completed` event on era D (its output reassembled from the `output` events). A `failed`
+   * operation rejects with the GatewayError era C would have answered (gRPC code → HTTP status).
+   */
+  async execute(operation: SessionOperation, options: OperationOptions = {}): Promise<ExecuteResponse> {
+    if (this.era !== 'D') {
+      try {
+        const text = await this.mutationCall('/operations:execute', operation, keyHeader(options), options);
+        return this.parse(ExecuteResponseSchema, parseJsonOrThrow(text));
+      } catch (err) {
+        if (!isEndpointNotFoundError(err)) throw err;
+        rememberGatewayEra(this.base, 'D');
+      }
+    }
+    return executeFromEvents(this.socketStream(operation, options, true));
   }
 
   /** Runs a command and decodes its output. A non-zero exit is a result, not an error. */
-  async runCommand(command: SessionCommand, options: CallOptions = {}): Promise<CommandOutput> {
+  async runCommand(command: SessionCommand, options: OperationOptions = {}): Promise<CommandOutput> {
     const response = await this.execute({ command }, options);
     if (!response.command) throw new GatewayProtocolError('command response has no "command" result');
     return decodeCommandResult(response.command);
   }
 
-  async writeFile(path: string, contents: Uint8Array, args: { createParents?: boolean } = {}, options: CallOptions = {}) {
+  async writeFile(path: string, contents: Uint8Array, args: { createParents?: boolean } = {}, options: OperationOptions = {}) {
     if (contents.byteLength > GatewayLimits.maxWriteBytes) {
       throw new GatewayUsageError(
         `file of ${contents.byteLength} bytes exceeds one gateway call (${GatewayLimits.maxWriteBytes} bytes); write it in parts`,
@@ -239,11 +310,11 @@ export class GatewayClient {
     );
   }
 
-  async createDirectory(path: string, options: CallOptions = {}): Promise<void> {
+  async createDirectory(path: string, options: OperationOptions = {}): Promise<void> {
     await this.execute({ createDirectory: { path } }, options);
   }
 
-  async deleteFile(path: string, args: { recursive?: boolean } = {}, options: CallOptions = {}): Promise<void> {
+  async deleteFile(path: string, args: { recursive?: boolean } = {}, options: OperationOptions = {}): Promise<void> {
     await this.execute({ deleteFile: { path, ...(args.recursive !== undefined ? { recursive: args.recursive } : {}) } }, options);
   }
 
@@ -251,7 +322,7 @@ export class GatewayClient {
     sourcePath: string,
     destinationPath: string,
     args: { overwrite?: boolean } = {},
-    options: CallOptions = {},
+    options: OperationOptions = {},
   ): Promise<void> {
     await this.execute(
       { renameFile: { sourcePath, destinationPath, ...(args.overwrite !== undefined ? { overwrite: args.overwrite } : {}) } },
@@ -260,39 +331,74 @@ export class GatewayClient {
   }
 
   /**
-   * `operations:stream`: NDJSON events until `completed` or `failed`. Aborting the signal
-   * closes the stream, which cancels the operation on the server.
+   * The operation's events, `accepted` first, until `completed` or `failed`: `operations:stream`
+   * (NDJSON) on era C, the Session connection on era D — the same StreamEvent objects either way.
+   * Aborting the signal (or stopping to read) cancels the operation: era C closes the stream,
+   * era D sends `cancel` (or drops the call from the queue unsent).
    */
-  async *stream(
-    operation: SessionOperation,
-    args: { idempotencyKey?: string } & CallOptions = {},
-  ): AsyncGenerator<StreamEvent> {
-    const headers: Record<string, string> = {};
-    if (args.idempotencyKey !== undefined) headers['idempotency-key'] = args.idempotencyKey;
-    const response = await this.send('POST', '/operations:stream', JSON.stringify(operation), headers, args.signal, true);
-    if (response.statusCode !== 200) {
-      throw await this.errorFrom(response);
+  async *stream(operation: SessionOperation, args: OperationOptions = {}): AsyncGenerator<StreamEvent> {
+    if (this.era !== 'D') {
+      const response = await this.openHttpStream(operation, args);
+      if (response) {
+        yield* this.httpStreamEvents(response, args.signal);
+        return;
+      }
+      rememberGatewayEra(this.base, 'D');
     }
-    let pending: Buffer = Buffer.alloc(0);
+    yield* this.socketStream(operation, args, true);
+  }
+
+  /**
+   * Cancels an operation by id. Era C: the local gateway's `POST P/operations/{id}:cancel`
+   * (answering cancelled | ended | unknown). Era D (or a kruntimes gateway without that route):
+   * only an operation this process sends over its Session connection can be cancelled — a
+   * `cancel` frame if it runs, or unqueued unsent — else a GatewayUsageError.
+   */
+  async cancelOperation(operationId: string, options: CallOptions = {}): Promise<CancelResponse['result']> {
+    if (this.era !== 'D') {
+      try {
+        const text = await this.mutationCall(`/operations/${encodeURIComponent(operationId)}:cancel`, {}, undefined, options);
+        return this.parse(CancelResponseSchema, parseJsonOrThrow(text)).result;
+      } catch (err) {
+        if (!isEndpointNotFoundError(err)) throw err;
+      }
+    }
+    // Any client of this sandbox in this process may have sent it: they share one connection.
+    const ref = acquireSessionConnection({ endpointUrl: this.endpointUrl, token: this.token, tls: this.tlsOptions });
+    try {
+      if (ref.connection.cancel(operationId)) return 'cancelled';
+    } finally {
+      ref.release();
+    }
+    throw new GatewayUsageError(
+      `operation ${operationId} is not running from this process, and this gateway cancels operations only over the connection that sent them`,
+    );
+  }
+
+  // ---- era-C stream and era-D socket ---------------------------------------------------------
+
+  /** POSTs `operations:stream`: the 200 response, or undefined when the gateway is era D. */
+  private async openHttpStream(operation: SessionOperation, args: OperationOptions): Promise<Dispatcher.ResponseData | undefined> {
+    const response = await this.send('POST', '/operations:stream', JSON.stringify(operation), keyHeader(args), args.signal, true);
+    if (response.statusCode === 200) return response;
+    const error = await this.errorFrom(response);
+    if (isEndpointNotFoundError(error)) return undefined;
+    throw error;
+  }
+
+  private async *httpStreamEvents(response: Dispatcher.ResponseData, signal: AbortSignal | undefined): AsyncGenerator<StreamEvent> {
     let sawTerminal = false;
     try {
-      for await (const chunk of response.body as AsyncIterable<Buffer>) {
-        pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk]);
-        let newline: number;
-        while ((newline = pending.indexOf(0x0a)) !== -1) {
-          const line = pending.subarray(0, newline).toString('utf8');
-          pending = pending.subarray(newline + 1);
-          if (line.trim() === '') continue;
-          const event = this.parse(StreamEventSchema, parseJsonOrThrow(line));
-          if (event.type === 'completed' || event.type === 'failed') sawTerminal = true;
-          yield event;
-        }
-        if (pending.length > MAX_STREAM_LINE_BYTES) {
-          throw new GatewayProtocolError(`stream line exceeds ${MAX_STREAM_LINE_BYTES} bytes`);
-        }
+      for await (const line of ndjsonLines(response.body as AsyncIterable<Buffer>, MAX_STREAM_LINE_BYTES)) {
+        const event = this.parse(StreamEventSchema, parseJsonOrThrow(line));
+        if (event.type === 'completed' || event.type === 'failed') sawTerminal = true;
+        yield event;
       }
     } catch (err) {
-      if (err instanceof GatewayProtocolError || isAbort(err, args.signal)) throw err;
+      if (err instanceof NdjsonLineError) {
+        throw new GatewayProtocolError(err.code === 'ndjson_truncated' ? 'stream ended inside an event line' : err.message);
+      }
+      if (err instanceof GatewayProtocolError || isAbort(err, signal)) throw err;
       throw new GatewayTransportError(
         `the operation stream broke before it ended; the outcome is unknown: ${(err as Error).message}`,
         true,
@@ -301,16 +407,30 @@ export class GatewayClient {
     } finally {
       if (!response.body.destroyed) response.body.destroy();
     }
-    if (pending.toString('utf8').trim() !== '') throw new GatewayProtocolError('stream ended inside an event line');
     if (!sawTerminal) {
       throw new GatewayTransportError('the operation stream ended without a terminal event; the outcome is unknown', true);
     }
   }
 
-  /** Local-gateway extension: cancel an operation by id from any process. */
-  async cancelOperation(operationId: string, options: CallOptions = {}): Promise<CancelResponse['result']> {
-    const text = await this.mutationCall(`/operations/${encodeURIComponent(operationId)}:cancel`, {}, undefined, options);
-    return this.parse(CancelResponseSchema, parseJsonOrThrow(text)).result;
+  /**
+   * The operation over the Session connection. If the gateway turns out to have no
+   * `operations:ws` (404 `endpoint not found` on the upgrade: it went back to era C), nothing
+   * was sent, and the call goes over HTTP once.
+   */
+  private async *socketStream(operation: SessionOperation, args: OperationOptions, mayFallBack: boolean): AsyncGenerator<StreamEvent> {
+    let yielded = false;
+    try {
+      for await (const event of this.session().operate(operation, args)) {
+        yielded = true;
+        yield event;
+      }
+    } catch (err) {
+      if (yielded || !mayFallBack || !isEndpointNotFoundError(err)) throw err;
+      rememberGatewayEra(this.base, 'C');
+      const response = await this.openHttpStream(operation, args);
+      if (!response) throw err;
+      yield* this.httpStreamEvents(response, args.signal);
+    }
   }
 
   // ---- plumbing -----------------------------------------------------------------------------
@@ -420,6 +540,38 @@ export class GatewayClient {
     }
     return result.data;
   }
+}
+
+function keyHeader(options: OperationOptions): Record<string, string> {
+  return options.idempotencyKey !== undefined ? { 'idempotency-key': options.idempotencyKey } : {};
+}
+
+/**
+ * Era D's `execute`: the events of one operation folded into the era-C unary answer. Output is
+ * taken from the `output` events; `completed.command.stdout`/`stderr` only for a stream that
+ * sent none (spec §10.6 a). `failed` becomes the GatewayError era C answers for that gRPC code.
+ */
+export async function executeFromEvents(events: AsyncIterable<StreamEvent>): Promise<ExecuteResponse> {
+  const stdout: Buffer[] = [];
+  const stderr: Buffer[] = [];
+  for await (const event of events) {
+    if (event.type === 'output' && event.output.data) {
+      (event.output.stream === 'stderr' ? stderr : stdout).push(Buffer.from(event.output.data, 'base64'));
+    } else if (event.type === 'failed') {
+      throw new GatewayError(httpStatusForGrpc(event.failed.code), event.failed.message ?? `operation failed (gRPC code ${event.failed.code})`);
+    } else if (event.type === 'completed') {
+      const result = event.completed.command;
+      if (!result) return event.completed;
+      const join = (parts: Buffer[], fallback: string | undefined) => (parts.length > 0 ? Buffer.concat(parts).toString('base64') : fallback);
+      const out = join(stdout, result.stdout);
+      const err = join(stderr, result.stderr);
+      return {
+        ...event.completed,
+        command: { ...result, ...(out ? { stdout: out } : {}), ...(err ? { stderr: err } : {}) },
+      };
+    }
+  }
+  throw new GatewayTransportError('the operation ended without a terminal event; the outcome is unknown', true);
 }
 
 function parseJsonOrThrow(text: string, parse: (t: string) => unknown = JSON.parse): unknown {

@@ -1,33 +1,36 @@
 // `sandbox-sessions gateway`: runs the local gateway daemon in the foreground (one per user:
 // a second start finds the first and exits 0), `--detach` starts it in the background and
 // returns once its state file is healthy, `--stop` stops it, `--status` reports it.
+// `--api era-d` serves only the routes of an era-D kruntimes gateway (spec §10.2).
+import { GatewayApiSchema, type GatewayApi } from '../gateway/apiEra';
 import { startGateway } from '../gateway/daemon';
 import { acquireDaemonLock } from '../gateway/daemonLock';
 import { findGateway, startDetachedGateway, stopGateway, defaultGatewayCommand } from '../gateway/daemonClient';
 import { defaultStateDir, StateLayout } from '../local/stateRoot';
-import { bool, flag, parseArgs, UsageError, writeLine } from './args';
+import { bool, type CommandHelp, flag, parseArgs, UsageError, writeLine } from './args';
 import type { CommandIo } from './io';
 
 export type CliIo = CommandIo;
 
-const USAGE = `usage: sandbox-sessions gateway [--detach | --stop | --status] [--state-dir DIR] [--port N] [--json]
+const USAGE = `usage: sandbox-sessions gateway [--detach | --stop | --status] [--state-dir DIR] [--port N] [--api era-c|era-d] [--json]
   (no flag)   run the local gateway daemon in the foreground until SIGTERM/SIGINT
   --detach    start it in the background; returns when it is healthy
   --stop      stop the running daemon
-  --status    say whether it runs, and where`;
+  --status    say whether it runs, where, and which API it serves
+  --api       era-c (default): every access API route and the local extensions;
+              era-d: only status, operations:ws and files, as an era-D kruntimes gateway
+              (a daemon of the other era needs another --state-dir)`;
+
+export const GATEWAY_HELP: CommandHelp = { usage: USAGE };
 
 export async function runGatewayCommand(argv: string[], io: CliIo, opts: { command?: string[] } = {}): Promise<number> {
   let args;
   try {
-    args = parseArgs(argv, { booleans: ['detach', 'stop', 'status', 'json', 'help'], values: ['state-dir', 'port'] });
+    args = parseArgs(argv, { booleans: ['detach', 'stop', 'status', 'json'], values: ['state-dir', 'port', 'api'] });
     if (args.positionals.length > 0) throw new UsageError(`unexpected argument ${args.positionals[0]}`);
   } catch (err) {
     writeLine(io.stderr, `error: ${(err as Error).message}\n${USAGE}`);
     return 2;
-  }
-  if (bool(args, 'help')) {
-    writeLine(io.stdout, USAGE);
-    return 0;
   }
   const stateDir = flag(args, 'state-dir') ?? defaultStateDir();
   const json = bool(args, 'json');
@@ -37,7 +40,20 @@ export async function runGatewayCommand(argv: string[], io: CliIo, opts: { comma
     writeLine(io.stderr, `error: --port must be 0..65535`);
     return 2;
   }
+  const apiText = flag(args, 'api');
+  const apiParsed = GatewayApiSchema.safeParse(apiText ?? 'era-c');
+  if (!apiParsed.success) {
+    writeLine(io.stderr, `error: --api must be era-c or era-d, not ${apiText}`);
+    return 2;
+  }
+  const api = apiParsed.data;
   const say = (text: string, value: Record<string, unknown>): void => writeLine(io.stdout, json ? JSON.stringify(value) : text);
+  /** A running daemon of another era than the one asked for (only when --api was given). */
+  const mismatch = (found: { api: GatewayApi; pid: number }): boolean => {
+    if (apiText === undefined || found.api === api) return false;
+    writeLine(io.stderr, `error: the gateway of ${stateDir} (pid ${found.pid}) serves ${found.api}, not ${api}; stop it or use another --state-dir`);
+    return true;
+  };
 
   if (bool(args, 'stop')) {
     const stopped = await stopGateway({ stateDir });
@@ -46,12 +62,16 @@ export async function runGatewayCommand(argv: string[], io: CliIo, opts: { comma
   }
   if (bool(args, 'status')) {
     const found = await findGateway(stateDir);
-    say(found ? `gateway running: ${found.url} (pid ${found.pid})` : 'gateway is not running', found ? { running: true, url: found.url, pid: found.pid } : { running: false });
+    say(
+      found ? `gateway running: ${found.url} (pid ${found.pid}), api ${found.api}` : 'gateway is not running',
+      found ? { running: true, url: found.url, pid: found.pid, api: found.api } : { running: false },
+    );
     return found ? 0 : 1;
   }
   const existing = await findGateway(stateDir);
   if (existing) {
-    say(`gateway already running: ${existing.url} (pid ${existing.pid})`, { running: true, url: existing.url, pid: existing.pid, started: false });
+    if (mismatch(existing)) return 1;
+    say(`gateway already running: ${existing.url} (pid ${existing.pid}), api ${existing.api}`, { running: true, url: existing.url, pid: existing.pid, api: existing.api, started: false });
     return 0;
   }
   if (bool(args, 'detach')) {
@@ -59,23 +79,26 @@ export async function runGatewayCommand(argv: string[], io: CliIo, opts: { comma
       const started = await startDetachedGateway({
         stateDir,
         command: opts.command ?? defaultGatewayCommand(),
-        args: ['--state-dir', stateDir, ...(port !== undefined ? ['--port', String(port)] : [])],
+        args: ['--state-dir', stateDir, '--api', api, ...(port !== undefined ? ['--port', String(port)] : [])],
       });
-      say(`gateway running: ${started.url} (pid ${started.pid})`, { running: true, url: started.url, pid: started.pid, started: true });
+      if (mismatch(started)) return 1; // another start of the other era won the race
+      say(`gateway running: ${started.url} (pid ${started.pid}), api ${started.api}`, { running: true, url: started.url, pid: started.pid, api: started.api, started: true });
       return 0;
     } catch (err) {
       writeLine(io.stderr, `error: ${(err as Error).message}`);
       return 1;
     }
   }
-  return runForeground(stateDir, port, io, say);
+  return runForeground(stateDir, port, api, io, say, mismatch);
 }
 
 async function runForeground(
   stateDir: string,
   port: number | undefined,
+  api: GatewayApi,
   io: CliIo,
   say: (text: string, value: Record<string, unknown>) => void,
+  mismatch: (found: { api: GatewayApi; pid: number }) => boolean,
 ): Promise<number> {
   const layout = new StateLayout(stateDir);
   const log = (line: string): void => writeLine(io.stderr, `${new Date().toISOString()} gateway: ${line}`);
@@ -88,7 +111,8 @@ async function runForeground(
     while (Date.now() < deadline) {
       const found = await findGateway(stateDir);
       if (found) {
-        say(`gateway already running: ${found.url} (pid ${found.pid})`, { running: true, url: found.url, pid: found.pid, started: false });
+        if (mismatch(found)) return 1;
+        say(`gateway already running: ${found.url} (pid ${found.pid}), api ${found.api}`, { running: true, url: found.url, pid: found.pid, api: found.api, started: false });
         return 0;
       }
       await new Promise((r) => setTimeout(r, 50));
@@ -98,14 +122,14 @@ async function runForeground(
   }
   let gateway;
   try {
-    gateway = await startGateway({ stateDir, port, writeStateFile: true, log });
+    gateway = await startGateway({ stateDir, port, api, writeStateFile: true, log });
   } catch (err) {
     await lock.release();
     writeLine(io.stderr, `error: cannot start the gateway: ${(err as Error).message}`);
     return 1;
   }
-  log(`listening on ${gateway.url} (pid ${process.pid}, state ${layout.gatewayStateFile})`);
-  say(`gateway running: ${gateway.url} (pid ${process.pid})`, { running: true, url: gateway.url, pid: process.pid, started: true });
+  log(`listening on ${gateway.url} (pid ${process.pid}, api ${api}, state ${layout.gatewayStateFile})`);
+  say(`gateway running: ${gateway.url} (pid ${process.pid}), api ${api}`, { running: true, url: gateway.url, pid: process.pid, api, started: true });
   await new Promise<void>((resolve) => {
     const stop = (signal: string): void => {
       process.off('SIGTERM', onTerm);

@@ -7,25 +7,44 @@ import { GatewayClient } from '../../protocol/kruntimes/gatewayClient';
 import type { SandboxRef, SandboxSummary } from '../../protocol/sandboxes';
 import { createLogger } from '../log';
 import { KruntimesSandboxProvider } from '../sandboxes/kruntimes/kruntimesProvider';
-import { bool, flag, parseVerb, UsageError, writeLine, type ParsedArgs } from './args';
+import { bool, type CommandHelp, flag, parseVerb, UsageError, verbHelp, writeLine, type ParsedArgs } from './args';
 import type { CommandIo } from './io';
 
-const USAGE = `usage: sandbox-sessions kruntimes <command> [options]
-  contexts
-  list
-  create --runtime RUNTIME [--name N] [--idle-timeout S] [--lease-timeout S] [--timeout DUR] [--env K=V]... [--no-wait]
-  get NAME
-  exec NAME [--shell CMD | -- ARGV...] [--workdir DIR]
-  close NAME [--immediate] [--no-wait]
-  delete NAME
-  artifacts NAME --output DIR [--unpack]
-common: --context CTX (default: the current context), --namespace NS (default: the context's), --json`;
+/** Every verb of `kruntimes`, with its synopsis (the help text); the dispatcher accepts only these. */
+const VERBS = {
+  contexts: 'contexts',
+  list: 'list',
+  create: 'create --runtime RUNTIME [--name N] [--idle-timeout S] [--lease-timeout S] [--timeout DUR] [--env K=V]... [--no-wait]',
+  get: 'get NAME',
+  exec: 'exec NAME [--shell CMD | -- ARGV...] [--workdir DIR]',
+  close: 'close NAME [--immediate] [--no-wait]',
+  delete: 'delete NAME',
+  artifacts: 'artifacts NAME --output DIR [--unpack]',
+} as const;
+type Verb = keyof typeof VERBS;
 
-const BOOLEANS = ['json', 'no-wait', 'immediate', 'unpack', 'help'];
+export const KRUNTIMES_HELP: CommandHelp = verbHelp(
+  'kruntimes',
+  VERBS,
+  "common: --context CTX (default: the current context), --namespace NS (default: the context's), --json",
+);
+const USAGE = KRUNTIMES_HELP.usage;
+
+const BOOLEANS = ['json', 'no-wait', 'immediate', 'unpack'];
 const VALUES = ['context', 'namespace', 'runtime', 'name', 'idle-timeout', 'lease-timeout', 'timeout', 'env', 'shell', 'workdir', 'output'];
 
+/** What ends the sandbox besides Drain/Cancel, e.g. `lease=300s,timeout=8h` (`-` for nothing). */
+export function lifetimeColumn(s: SandboxSummary): string {
+  const parts = [
+    ...(s.idleTimeoutSeconds !== undefined ? [`idle=${s.idleTimeoutSeconds}s`] : []),
+    ...(s.leaseTimeoutSeconds !== undefined ? [`lease=${s.leaseTimeoutSeconds}s`] : []),
+    ...(s.timeout ? [`timeout=${s.timeout}`] : []),
+  ];
+  return parts.length > 0 ? parts.join(',') : '-';
+}
+
 function row(s: SandboxSummary): string {
-  return [s.ref.namespace, s.ref.name, s.runtime, s.phase ?? 'Pending', s.message ?? ''].join('\t');
+  return [s.ref.namespace, s.ref.name, s.runtime, s.phase ?? 'Pending', lifetimeColumn(s), s.message ?? ''].join('\t');
 }
 
 function positiveInt(args: ParsedArgs, name: string): number | undefined {
@@ -37,9 +56,10 @@ function positiveInt(args: ParsedArgs, name: string): number | undefined {
 
 /** `env`: where KUBECONFIG/HOME are read (default: this process's environment). */
 export async function runKruntimesCommand(argv: string[], io: CommandIo, opts: { env?: NodeJS.ProcessEnv } = {}): Promise<number> {
-  const parsed = parseVerb(argv, USAGE, { booleans: BOOLEANS, values: VALUES }, io.stdout, io.stderr);
+  const parsed = parseVerb(argv, USAGE, { booleans: BOOLEANS, values: VALUES }, io.stderr);
   if ('exitCode' in parsed) return parsed.exitCode;
-  const { verb, args } = parsed;
+  const { args } = parsed;
+  const verb = parsed.verb as Verb;
   const json = bool(args, 'json');
   const out = (text: string, value: unknown): void => writeLine(io.stdout, json ? JSON.stringify(value) : text);
   const provider = new KruntimesSandboxProvider({ log: createLogger(io.stderr, 'warn'), ...(opts.env ? { env: opts.env } : {}) });
@@ -62,6 +82,7 @@ export async function runKruntimesCommand(argv: string[], io: CommandIo, opts: {
       if (!name) throw new UsageError(`${verb} needs a sandbox NAME`);
       return { provider: 'kruntimes', ...(await where()), name };
     };
+    if (!Object.hasOwn(VERBS, verb)) throw new UsageError(`unknown command "${verb}"`);
     switch (verb) {
       case 'contexts': {
         const i = await info();
@@ -144,8 +165,10 @@ export async function runKruntimesCommand(argv: string[], io: CommandIo, opts: {
         out(list.map((a) => `${a.name}\t${a.type}\t${a.sizeBytes}\t${a.digest}\t${a.unpackedTo ?? a.path}`).join('\n'), list);
         return 0;
       }
-      default:
-        throw new UsageError(`unknown command "${verb}"`);
+      default: {
+        const unreachable: never = verb;
+        throw new UsageError(`unknown command "${String(unreachable)}"`);
+      }
     }
   } catch (err) {
     if (err instanceof UsageError) {

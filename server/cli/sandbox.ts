@@ -13,23 +13,30 @@ import { readJsonRecord } from '../local/atomicFile';
 import { ExecRecords, killRecordedGroup, ownerAlive } from '../local/execRecord';
 import { verifyArtifact } from '../local/artifactStore';
 import { defaultStateDir, StateLayout } from '../local/stateRoot';
-import { bool, flag, parseVerb, UsageError, writeLine } from './args';
+import { CommandLostError } from '../local/commandLost';
+import { GROUP_EXIT_BOUND_MS, killGroupAndWait } from '../local/procInfo';
+import { bool, type CommandHelp, flag, parseVerb, UsageError, verbHelp, writeLine } from './args';
 import type { CommandIo as CliIo } from './io';
 
-const USAGE = `usage: sandbox-sessions sandbox <command> [options]
-  create [--name N] [--runtime process|bubblewrap] [--idle-timeout S] [--timeout DUR]
-         [--queue-size N] [--operation-timeout DUR] [--env K=V]... [--no-wait]
-  list [--all-namespaces]
-  get NAME
-  exec NAME [--shell CMD | -- ARGV...] [--workdir DIR] [--timeout-ms N] [--isolate-network] [--operation-id ID]
-  cancel NAME OPERATION_ID
-  close NAME [--immediate] [--no-wait]
-  delete NAME
-  artifacts NAME
-  operations NAME
-common: --namespace NS (default "default"), --state-dir DIR, --json`;
+/** Every verb of `sandbox`, with its synopsis (the help text); the dispatcher accepts only these. */
+const VERBS = {
+  create: `create [--name N] [--runtime process|bubblewrap] [--idle-timeout S] [--timeout DUR]
+    [--queue-size N] [--operation-timeout DUR] [--env K=V]... [--no-wait]`,
+  list: 'list [--all-namespaces]',
+  get: 'get NAME',
+  exec: 'exec NAME [--shell CMD | -- ARGV...] [--workdir DIR] [--timeout-ms N] [--isolate-network] [--operation-id ID]',
+  cancel: 'cancel NAME OPERATION_ID',
+  close: 'close NAME [--immediate] [--no-wait]',
+  delete: 'delete NAME',
+  artifacts: 'artifacts NAME',
+  operations: 'operations NAME',
+} as const;
+type Verb = keyof typeof VERBS;
 
-const BOOLEANS = ['json', 'no-wait', 'all-namespaces', 'isolate-network', 'immediate', 'help'];
+export const SANDBOX_HELP: CommandHelp = verbHelp('sandbox', VERBS, 'common: --namespace NS (default "default"), --state-dir DIR, --json');
+const USAGE = SANDBOX_HELP.usage;
+
+const BOOLEANS = ['json', 'no-wait', 'all-namespaces', 'isolate-network', 'immediate'];
 const VALUES = ['name', 'runtime', 'idle-timeout', 'timeout', 'queue-size', 'operation-timeout', 'env', 'namespace', 'state-dir', 'shell', 'workdir', 'timeout-ms', 'operation-id'];
 
 export interface SandboxCommandOptions {
@@ -50,9 +57,10 @@ function runSummary(run: Run): Record<string, unknown> {
 }
 
 export async function runSandboxCommand(argv: string[], io: CliIo, opts: SandboxCommandOptions = {}): Promise<number> {
-  const parsed = parseVerb(argv, USAGE, { booleans: BOOLEANS, values: VALUES }, io.stdout, io.stderr);
+  const parsed = parseVerb(argv, USAGE, { booleans: BOOLEANS, values: VALUES }, io.stderr);
   if ('exitCode' in parsed) return parsed.exitCode;
-  const { verb, args } = parsed;
+  const { args } = parsed;
+  const verb = parsed.verb as Verb;
   const json = bool(args, 'json');
   const stateDir = flag(args, 'state-dir') ?? defaultStateDir();
   const ns = flag(args, 'namespace') ?? 'default';
@@ -69,6 +77,7 @@ export async function runSandboxCommand(argv: string[], io: CliIo, opts: Sandbox
   };
 
   try {
+    if (!Object.hasOwn(VERBS, verb)) throw new UsageError(`unknown sandbox command ${verb}`);
     switch (verb) {
       case 'create': {
         const client = await connect(true);
@@ -185,8 +194,10 @@ export async function runSandboxCommand(argv: string[], io: CliIo, opts: Sandbox
         else for (const r of records) writeLine(io.stdout, `${r.operationId}\t${r.state}\t${r.outcome ?? ''}\t${r.exitCode ?? ''}\t${r.summary}${r.message ? `\t${r.message}` : ''}`);
         return 0;
       }
-      default:
-        throw new UsageError(`unknown sandbox command ${verb}`);
+      default: {
+        const unreachable: never = verb;
+        throw new UsageError(`unknown sandbox command ${String(unreachable)}`);
+      }
     }
   } catch (err) {
     if (err instanceof UsageError) {
@@ -224,6 +235,10 @@ async function execLive(client: LocalGatewayClient, endpointPath: string, op: Se
     if (!cmd) return 0;
     if (cmd.exitCode >= 0) return Math.min(cmd.exitCode, 255);
     return cmd.timedOut ? 124 : cmd.cancelled === true || interrupted ? 130 : 1;
+  } catch (err) {
+    // On era D a cancelled operation ends with an error frame (no `completed`): Ctrl+C is still 130.
+    if (interrupted) return 130;
+    throw err;
   } finally {
     process.off('SIGINT', onSigint);
   }
@@ -241,7 +256,11 @@ async function cancelFromRecord(stateDir: string, ns: string, name: string, oper
     if (rec.state !== 'running') return 'ended';
     if (!killRecordedGroup(rec, 'SIGTERM')) return 'ended';
     await new Promise((r) => setTimeout(r, 2000));
-    if (!ownerAlive(rec)) killRecordedGroup(rec, 'SIGKILL');
+    if (!ownerAlive(rec) && killRecordedGroup(rec, 'SIGKILL')) {
+      // Cancelled means nothing of the command is left: answer only once the group is gone.
+      const survivors = await killGroupAndWait(rec.kill.pgid, GROUP_EXIT_BOUND_MS);
+      if (survivors.length > 0) throw new CommandLostError(rec.kill.pgid, survivors, GROUP_EXIT_BOUND_MS);
+    }
     return 'cancelled';
   }
   return 'unknown';

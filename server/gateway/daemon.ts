@@ -1,7 +1,8 @@
 // The local gateway daemon's HTTP server: loopback only, bearer-token protected, serving
-// `/healthz` (200, empty, outside the concurrency limit), the Runtime access API under `/v1/`
-// (including the `operations:ws` upgrade) and the local Runs API under `/local/v1/`. It owns the
-// LocalRuntime and, when asked, publishes itself through the state file.
+// `/healthz` (200, empty, outside both limits), the Runtime access API under `/v1/` (including
+// the `operations:ws` upgrade; all era-C routes, or only era D's with `api: 'era-d'`) and the
+// local Runs API under `/local/v1/`. HTTP requests and Session connections have separate caps
+// (spec §10.2). It owns the LocalRuntime and, when asked, publishes itself through the state file.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
@@ -10,7 +11,8 @@ import { GatewayLimits, GatewayMessages } from '../../protocol/kruntimes/gateway
 import { defaultBackends, type BackendRegistry } from '../local/backends';
 import { LocalRuntime } from '../local/localRuntime';
 import { StateLayout } from '../local/stateRoot';
-import { AccessApi, matchAccessRoute } from './accessApi';
+import { AccessApi, matchAccessRoute, type AccessRoute } from './accessApi';
+import { DEFAULT_GATEWAY_API, servesRoute, type GatewayApi } from './apiEra';
 import { BearerAuth, newToken } from './auth';
 import { sendError } from './httpBodies';
 import { rejectUpgrade, SocketMessages } from './sessionSocket';
@@ -27,6 +29,10 @@ export interface GatewayOptions {
   maxRequestBodyBytes?: number;
   maxResponseBodyBytes?: number;
   maxConcurrentRequests?: number;
+  /** Open `operations:ws` connections (era D's `MaxSessionConnections`; below 1 → the default 128). */
+  maxSessionConnections?: number;
+  /** The access API era to serve (default `era-c`; see apiEra.ts). */
+  api?: GatewayApi;
   backends?: BackendRegistry;
   /** Publish `<state>/gateway.json` (the CLI daemon does; in-process test servers need not). */
   writeStateFile?: boolean;
@@ -38,10 +44,32 @@ export interface RunningGateway {
   url: string;
   port: number;
   token: string;
+  api: GatewayApi;
   runtime: LocalRuntime;
   layout: StateLayout;
   state?: GatewayState;
   close(): Promise<void>;
+}
+
+/** era D's `DefaultMaxSessionConnections`. */
+export const DEFAULT_MAX_SESSION_CONNECTIONS = 128;
+
+/** A bounded count of slots; `acquire` gives an idempotent release, or undefined when full (429). */
+function slotPool(max: number): { acquire(): (() => void) | undefined } {
+  let used = 0;
+  return {
+    acquire: () => {
+      if (used >= max) return undefined;
+      used++;
+      let released = false;
+      return () => {
+        if (!released) {
+          released = true;
+          used--;
+        }
+      };
+    },
+  };
 }
 
 function listen(server: http.Server, host: string, port: number): Promise<number> {
@@ -71,6 +99,8 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     maxResponseBodyBytes: opts.maxResponseBodyBytes ?? GatewayLimits.maxResponseBodyBytes,
   };
   const maxConcurrent = opts.maxConcurrentRequests ?? GatewayLimits.maxConcurrentRequests;
+  const maxConnections = opts.maxSessionConnections !== undefined && opts.maxSessionConnections >= 1 ? opts.maxSessionConnections : DEFAULT_MAX_SESSION_CONNECTIONS;
+  const api = opts.api ?? DEFAULT_GATEWAY_API;
   let baseUrl = '';
   const runtime = new LocalRuntime({
     layout,
@@ -80,25 +110,17 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     tickMs: opts.tickMs,
   });
   const counters = new AccessRequestCounters();
-  const access = new AccessApi(runtime, auth, limits, counters);
+  const access = new AccessApi(runtime, auth, { ...limits, advertiseExtensions: api === 'era-c' }, counters);
   const runs = new RunsApi(runtime, auth, GatewayLimits.maxRequestBodyBytes, counters);
-  let inFlight = 0;
-  /** A concurrency slot (429 beyond the limit); the release is idempotent. */
-  const acquire = (): (() => void) | undefined => {
-    if (inFlight >= maxConcurrent) return undefined;
-    inFlight++;
-    let released = false;
-    return () => {
-      if (!released) {
-        released = true;
-        inFlight--;
-      }
-    };
+  /** HTTP requests in flight; `operations:ws` requests and connections count in `connections` instead. */
+  const requests = slotPool(maxConcurrent);
+  const connections = slotPool(maxConnections);
+  /** The access route `pathname` names, if this era serves it (else 404 `endpoint not found`). */
+  const accessRouteOf = (pathname: string): AccessRoute | undefined => {
+    const route = pathname.startsWith('/v1/') ? matchAccessRoute(pathname) : undefined;
+    return route && servesRoute(api, route.kind) ? route : undefined;
   };
-  const wsRoute = (rawUrl: string | undefined): boolean => {
-    const pathname = new URL(rawUrl ?? '/', 'http://localhost').pathname;
-    return pathname.startsWith('/v1/') && matchAccessRoute(pathname)?.kind === 'ws';
-  };
+  const wsRoute = (rawUrl: string | undefined): boolean => accessRouteOf(new URL(rawUrl ?? '/', 'http://localhost').pathname)?.kind === 'ws';
 
   // The port is known only after listen, and the runtime needs it to load its Runs: a request
   // that arrives in between waits for the Runs instead of getting a wrong 404.
@@ -117,13 +139,19 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       res.end();
       return;
     }
-    const accessRoute = url.pathname.startsWith('/v1/') ? matchAccessRoute(url.pathname) : undefined;
+    const accessRoute = accessRouteOf(url.pathname);
     if (accessRoute) {
-      const release = acquire();
+      const isWs = accessRoute.kind === 'ws';
+      const release = (isWs ? connections : requests).acquire();
       if (!release) {
         req.resume();
-        sendError(res, 429, GatewayMessages.concurrencyLimit);
+        sendError(res, 429, isWs ? SocketMessages.connectionLimit : GatewayMessages.concurrencyLimit);
         return;
+      }
+      if (api === 'era-d') {
+        // Go's gateway reads only the query parameters it knows: the ranged-read extension's are ignored.
+        url.searchParams.delete('offset');
+        url.searchParams.delete('length');
       }
       res.on('close', release);
       res.on('finish', release);
@@ -147,17 +175,18 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     },
     (req, res) => afterStart(() => serveRequest(req, res), () => res.destroy()),
   );
-  // `operations:ws`: the upgrade request holds a concurrency slot while it is checked and
-  // answered (like any request); an open connection does not — it is long-lived by design, and
-  // its operations are bounded by the Run's queue.
+  // `operations:ws` (era D, spec §10.2): the connection cap is checked first (before the Run
+  // lookup and authorization), and the slot is held from the upgrade request until the
+  // connection closes; HTTP request slots are never used, so open sockets cannot starve HTTP.
   const serveUpgrade = (req: http.IncomingMessage, socket: Duplex, head: Buffer): void => {
     const url = new URL(req.url ?? '/', 'http://localhost');
-    const accessRoute = url.pathname.startsWith('/v1/') ? matchAccessRoute(url.pathname) : undefined;
+    const accessRoute = accessRouteOf(url.pathname);
     if (!accessRoute) return rejectUpgrade(socket, 404, GatewayMessages.endpointNotFound);
     if (accessRoute.kind !== 'ws') return rejectUpgrade(socket, 400, SocketMessages.upgradeOnlyOnWs);
-    const release = acquire();
-    if (!release) return rejectUpgrade(socket, 429, GatewayMessages.concurrencyLimit);
-    void access.handleUpgrade(req, socket, head, accessRoute, url).finally(release);
+    const release = connections.acquire();
+    if (!release) return rejectUpgrade(socket, 429, SocketMessages.connectionLimit);
+    socket.once('close', release);
+    void access.handleUpgrade(req, socket, head, accessRoute, url);
   };
   server.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) =>
     afterStart(() => serveUpgrade(req, socket, head), () => socket.destroy()),
@@ -186,7 +215,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   runtimeStarted = true;
   markStarted(true);
   const state = opts.writeStateFile
-    ? await writeGatewayState(layout.gatewayStateFile, { host, port, url: baseUrl, token })
+    ? await writeGatewayState(layout.gatewayStateFile, { host, port, url: baseUrl, token, api })
     : undefined;
 
   let closing: Promise<void> | undefined;
@@ -194,6 +223,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     url: baseUrl,
     port,
     token,
+    api,
     runtime,
     layout,
     state,

@@ -1,16 +1,18 @@
 // Finding and starting the local gateway daemon from another process (the companion server,
 // the CLI): read the state file, check the pid identity and /healthz, and if nothing healthy
-// is there, start `sandbox-sessions gateway` detached and wait (bounded) until it is.
+// is there, start `sandbox-sessions gateway` detached and wait (bounded) until it is. A daemon
+// serves one access API era (`api`); one of the other era needs its own state dir.
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import { defaultStateDir, StateLayout } from '../local/stateRoot';
+import type { GatewayApi } from './apiEra';
 import { findHealthyGateway, readGatewayState, stateProcessAlive, type GatewayState } from './stateFile';
 
 export class GatewayStartError extends Error {
   override readonly name = 'GatewayStartError';
   constructor(
-    readonly code: 'gateway_start_failed' | 'gateway_start_timeout' | 'gateway_not_running',
+    readonly code: 'gateway_start_failed' | 'gateway_start_timeout' | 'gateway_not_running' | 'gateway_api_mismatch',
     message: string,
   ) {
     super(message);
@@ -21,6 +23,8 @@ export interface GatewayHandle {
   url: string;
   token: string;
   pid: number;
+  /** The access API era the daemon serves. */
+  api: GatewayApi;
 }
 
 /** How to run the daemon: this program again with `gateway` (works for dist/server.js and tsx entries). */
@@ -29,7 +33,7 @@ export function defaultGatewayCommand(): string[] {
 }
 
 function handle(state: GatewayState): GatewayHandle {
-  return { url: state.url, token: state.token, pid: state.pid };
+  return { url: state.url, token: state.token, pid: state.pid, api: state.api };
 }
 
 /** The running daemon, or undefined (never starts one). */
@@ -78,9 +82,29 @@ export async function startDetachedGateway(opts: { stateDir?: string; command?: 
   throw new GatewayStartError('gateway_start_timeout', `the gateway daemon did not become healthy within ${opts.timeoutMs ?? 15_000} ms; see ${layout.gatewayLogFile}: ${await tail(layout.gatewayLogFile, 500)}`);
 }
 
+export interface EnsureGatewayOptions {
+  stateDir?: string;
+  command?: string[];
+  timeoutMs?: number;
+  /**
+   * The era the daemon must serve: a new daemon is started with `--api <api>`, and a running one
+   * of the other era is an error (`gateway_api_mismatch`; use another state dir). Omitted: any
+   * running daemon will do, and a new one serves era C.
+   */
+  api?: GatewayApi;
+}
+
 /** The daemon, started detached when none is healthy. */
-export async function ensureGateway(opts: { stateDir?: string; command?: string[]; timeoutMs?: number } = {}): Promise<GatewayHandle> {
-  return (await findGateway(opts.stateDir)) ?? startDetachedGateway(opts);
+export async function ensureGateway(opts: EnsureGatewayOptions = {}): Promise<GatewayHandle> {
+  const { api, ...rest } = opts;
+  const found = (await findGateway(opts.stateDir)) ?? (await startDetachedGateway({ ...rest, args: api ? ['--api', api] : [] }));
+  if (api && found.api !== api) {
+    throw new GatewayStartError(
+      'gateway_api_mismatch',
+      `the gateway daemon of ${opts.stateDir ?? defaultStateDir()} (pid ${found.pid}) serves the ${found.api} access API, not ${api}; stop it or use another state dir`,
+    );
+  }
+  return found;
 }
 
 /** Stops the daemon with SIGTERM (SIGKILL after `timeoutMs`); false when none was running. */

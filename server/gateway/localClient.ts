@@ -1,17 +1,13 @@
-// A small typed client of the local gateway for the CLI and the demo: the local Runs API and
-// the few access-API calls a person runs from a shell. Every call is bounded; mutations are
-// never retried. (The extension's data plane uses protocol/kruntimes/gatewayClient.ts.)
+// A small typed client of the local gateway for the CLI and the demo: the local Runs API, and
+// the few access-API calls a person runs from a shell — those go through the one session
+// client (protocol/kruntimes/gatewayClient.ts), so they work on a daemon of either era. Every
+// call is bounded; mutations are never retried.
 import { request } from 'undici';
 import { z } from 'zod';
-import { randomBytes } from 'node:crypto';
-import {
-  CancelResponseSchema,
-  ExecuteResponseSchema,
-  StreamEventSchema,
-  type ExecuteResponse,
-  type SessionOperation,
-  type StreamEvent,
-} from '../../protocol/kruntimes/gateway';
+import type { ExecuteResponse, SessionOperation, StreamEvent } from '../../protocol/kruntimes/gateway';
+import { GatewayClient } from '../../protocol/kruntimes/gatewayClient';
+import { GatewayError } from '../../protocol/kruntimes/gatewayErrors';
+import { newIdempotencyKey } from '../../protocol/kruntimes/sessionFrames';
 import { RunSchema, type Run, type RunPhase, isTerminalPhase } from '../../protocol/kruntimes/run';
 import { ExecRecordSchema, type ExecRecord } from '../local/execRecord';
 
@@ -107,14 +103,28 @@ export class LocalGatewayClient {
     }
   }
 
+  /** The session client of one sandbox for one call (closed after it; the Session connection is shared per process). */
+  private async withSession<T>(endpointPath: string, use: (client: GatewayClient) => Promise<T>): Promise<T> {
+    const client = new GatewayClient({ endpoint: { url: this.url + endpointPath }, token: this.token });
+    try {
+      return await use(client);
+    } catch (err) {
+      if (err instanceof GatewayError) throw new LocalApiError(err.status, err.message);
+      throw err;
+    } finally {
+      await client.close();
+    }
+  }
+
   async execute(endpointPath: string, op: SessionOperation, opts: { operationId?: string; timeoutMs?: number } = {}): Promise<ExecuteResponse> {
-    const headers: Record<string, string> = opts.operationId ? { 'idempotency-key': opts.operationId } : {};
-    return ExecuteResponseSchema.parse(await this.send('POST', `${endpointPath}/operations:execute`, op, { headers, timeoutMs: opts.timeoutMs ?? 6 * 60_000 }));
+    const signal = AbortSignal.timeout(opts.timeoutMs ?? 6 * 60_000);
+    return this.withSession(endpointPath, (client) => client.execute(op, { signal, idempotencyKey: opts.operationId }));
   }
 
   /**
-   * `operations:stream`: calls `onEvent` for each NDJSON event and resolves with the terminal
-   * one. The operation id is chosen here (sent as Idempotency-Key) so a caller can cancel it.
+   * The operation's events (`operations:stream` or the Session connection): calls `onEvent` for
+   * each and resolves with the terminal one. The operation id is chosen here (sent as the
+   * idempotency key) so a caller can cancel it.
    */
   async stream(
     endpointPath: string,
@@ -122,46 +132,22 @@ export class LocalGatewayClient {
     onEvent: (event: StreamEvent) => void,
     opts: { operationId?: string; timeoutMs?: number } = {},
   ): Promise<StreamEvent> {
-    const operationId = opts.operationId ?? randomBytes(16).toString('hex');
-    const timeout = opts.timeoutMs ?? 6 * 60_000;
-    const res = await request(this.url + `${endpointPath}/operations:stream`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${this.token}`, 'content-type': 'application/json', 'idempotency-key': operationId },
-      body: JSON.stringify(op),
-      headersTimeout: timeout,
-      bodyTimeout: timeout,
-      signal: AbortSignal.timeout(timeout),
-    });
-    if (res.statusCode !== 200) {
-      const text = await res.body.text();
-      let message = text;
-      try {
-        message = (JSON.parse(text) as { error?: string }).error ?? text;
-      } catch {
-        // not JSON
-      }
-      throw new LocalApiError(res.statusCode, message);
-    }
-    let buffered = '';
-    let terminal: StreamEvent | undefined;
-    for await (const chunk of res.body) {
-      buffered += (chunk as Buffer).toString('utf8');
-      let nl: number;
-      while ((nl = buffered.indexOf('\n')) >= 0) {
-        const line = buffered.slice(0, nl);
-        buffered = buffered.slice(nl + 1);
-        if (line.trim() === '') continue;
-        const event = StreamEventSchema.parse(JSON.parse(line));
+    const idempotencyKey = opts.operationId ?? newIdempotencyKey();
+    const signal = AbortSignal.timeout(opts.timeoutMs ?? 6 * 60_000);
+    return this.withSession(endpointPath, async (client) => {
+      let terminal: StreamEvent | undefined;
+      for await (const event of client.stream(op, { signal, idempotencyKey })) {
         onEvent(event);
         if (event.type === 'completed' || event.type === 'failed') terminal = event;
       }
-    }
-    if (!terminal) throw new LocalApiError(502, 'the operation stream ended without a completed or failed event');
-    return terminal;
+      if (!terminal) throw new LocalApiError(502, 'the operation stream ended without a completed or failed event');
+      return terminal;
+    });
   }
 
+  /** Cancels by id: the daemon's cancel route (era C), or this process's Session connection (era D). */
   async cancel(endpointPath: string, operationId: string): Promise<'cancelled' | 'ended' | 'unknown'> {
-    return CancelResponseSchema.parse(await this.send('POST', `${endpointPath}/operations/${encodeURIComponent(operationId)}:cancel`)).result;
+    return this.withSession(endpointPath, (client) => client.cancelOperation(operationId, { signal: AbortSignal.timeout(this.timeoutMs) }));
   }
 }
 

@@ -1,10 +1,12 @@
-// `GET P/operations:ws` (spec §2.12): the persistent Session connection. Before the upgrade:
-// the handshake checks kruntimes makes (426 without a WebSocket upgrade, the version, a
-// same-origin `Origin` when one is sent, the key), answered as plain HTTP errors with the JSON
-// error body. After it: client JSON text frames `send` / `cancel` / `heartbeat`, one operation
-// at a time, server frames that are the §2.10 event objects, and the session lease renewed on
-// open and by every heartbeat. Protocol violations close with 1008; a failure after the upgrade
-// sends `{"type":"error","error":…}` and closes with 1011.
+// `GET P/operations:ws` as era D serves it (spec §10.4–§10.7; the era-C §2.12 socket closed
+// with 1011 after any error, and no era-C client uses the socket, §10.10): the persistent
+// Session connection. Before the upgrade: the handshake checks kruntimes makes (426 without a
+// WebSocket upgrade, the version, a same-origin `Origin` when one is sent, the key), answered as
+// plain HTTP errors with the JSON error body. After it: client JSON text frames `send` /
+// `cancel` / `heartbeat`, one operation at a time, server frames that are the §10.5 event
+// objects, and the session lease renewed on open and by every heartbeat. Errors are
+// `{"type":"error","error":…}` frames that leave the socket open; only protocol violations close
+// it (1008); the library closes with 1009 for an oversized client frame.
 import { randomBytes } from 'node:crypto';
 import { STATUS_CODES, type IncomingHttpHeaders } from 'node:http';
 import type { Duplex } from 'node:stream';
@@ -27,18 +29,19 @@ import { produceOperationEvents, type OperationEvent } from './operationEvents';
 export const SocketMessages = {
   upgradeRequired: 'WebSocket upgrade is required',
   upgradeOnlyOnWs: 'WebSocket upgrade is served only on operations:ws',
+  connectionLimit: 'gateway Session connection limit reached',
   unsupportedVersion: "websocket: unsupported version: 13 not found in 'Sec-Websocket-Version' header",
   originNotAllowed: 'websocket: request origin not allowed by Upgrader.CheckOrigin',
   badKey: "websocket: not a websocket handshake: 'Sec-WebSocket-Key' header must be Base64 encoded value of 16-byte in length",
   invalidFrame: 'valid Session frame is required',
   onlyActiveCancel: 'only cancellation of the active operation is allowed',
   eventTooLarge: 'gateway stream event exceeds configured limit',
-  streamFailed: 'operation stream failed',
   contextCanceled: 'context canceled',
+  noActiveOperation: 'no active Session operation to cancel',
 } as const;
 
 /** WebSocket close codes used here (RFC 6455 §7.4.1). */
-export const CloseCode = { policyViolation: 1008, internalError: 1011 } as const;
+export const CloseCode = { policyViolation: 1008 } as const;
 
 // ---- before the upgrade ---------------------------------------------------------------------
 
@@ -99,17 +102,25 @@ export function rejectUpgrade(socket: Duplex, status: number, message: string, h
 
 // ---- after the upgrade ----------------------------------------------------------------------
 
-/** Client frames; unknown fields or types are a protocol violation (1008). */
-const ClientFrameSchema = z.discriminatedUnion('type', [
-  z.strictObject({ type: z.literal('send'), idempotencyKey: z.string().optional(), operation: z.unknown().optional() }),
-  z.strictObject({ type: z.literal('cancel'), operationID: z.string() }),
-  z.strictObject({ type: z.literal('heartbeat') }),
-]);
-type ClientFrame = z.infer<typeof ClientFrameSchema>;
+/**
+ * A client frame as Go decodes it into `sessionConnectionMessage` (unknown keys refused; a null
+ * string field is the empty string; `operation` is raw JSON, so any value, even null, is
+ * "present"), then the per-type rules of spec §10.4.
+ */
+const RawClientFrameSchema = z.strictObject({
+  type: z.string().nullish(),
+  idempotencyKey: z.string().nullish(),
+  operation: z.unknown().optional(),
+  operationID: z.string().nullish(),
+});
+type ClientFrame =
+  | { type: 'send'; idempotencyKey: string; operation: unknown }
+  | { type: 'cancel'; operationID: string }
+  | { type: 'heartbeat' };
 
 export interface SessionSocketOptions {
   session: LocalSession;
-  /** The response limit: an event frame above it ends the connection with an `error` frame. */
+  /** The response limit: an event frame above it ends the operation with an `error` frame. */
   maxFrameBytes: number;
 }
 
@@ -135,22 +146,28 @@ export class SessionSocket {
 
   /** Renews the lease (opening counts as a heartbeat) and starts reading frames. */
   start(): void {
-    this.ws.on('error', () => this.ws.terminate());
+    // Errors of the connection itself: ws closes it (1009 for an oversized frame, 1002 for a
+    // protocol error) and emits 'close'; terminating here would cut off that close frame.
+    this.ws.on('error', () => undefined);
     this.ws.on('close', () => {
       this.closing = true;
       // The client went away: its operation is cancelled, as an aborted NDJSON stream is.
-      this.active?.controller.abort();
-      this.active = undefined;
+      this.endActive();
     });
     this.ws.on('message', (data, isBinary) => this.onMessage(data, isBinary));
     this.heartbeat();
   }
 
+  /**
+   * Renews the lease. A failure is an `error` frame; it also ends a running operation (the
+   * socket stays open), and while idle the connection drops without a close frame (1006).
+   */
   private heartbeat(): void {
     try {
       this.opts.session.renewLease();
     } catch (err) {
-      this.fail((err as Error).message);
+      if (this.active) return this.errorFrame((err as Error).message);
+      this.errorFrame((err as Error).message, { thenDrop: true });
     }
   }
 
@@ -160,18 +177,15 @@ export class SessionSocket {
     if (this.active) {
       if (frame?.type === 'heartbeat') return this.heartbeat();
       if (frame?.type !== 'cancel' || frame.operationID !== this.active.id) return this.violation(SocketMessages.onlyActiveCancel);
-      const { controller } = this.active;
-      this.active = undefined;
-      controller.abort();
       // Not acknowledged by an event: the stream fails as a cancelled gRPC stream does.
-      return this.fail(SocketMessages.contextCanceled);
+      return this.errorFrame(SocketMessages.contextCanceled);
     }
     if (frame === undefined) return this.violation(SocketMessages.invalidFrame);
     switch (frame.type) {
       case 'heartbeat':
         return this.heartbeat();
       case 'cancel':
-        return this.violation(SocketMessages.onlyActiveCancel);
+        return this.errorFrame(SocketMessages.noActiveOperation);
       case 'send':
         return this.send(frame);
     }
@@ -181,7 +195,7 @@ export class SessionSocket {
     let operationId: string;
     let op: SessionOperation;
     try {
-      op = decodeOperation(Buffer.from(frame.operation === undefined ? '' : JSON.stringify(frame.operation), 'utf8'));
+      op = decodeOperation(Buffer.from(JSON.stringify(frame.operation), 'utf8'));
       if (operationKind(op) === undefined) throw new SessionError('InvalidArgument', GatewayMessages.exactlyOneOperation);
       operationId = frame.idempotencyKey || newOperationId();
       const problem = checkIdempotencyKey(operationId) ?? (isValidOperationId(operationId) ? undefined : GatewayMessages.idempotencyKeyCharacters);
@@ -196,38 +210,43 @@ export class SessionSocket {
       if (this.active !== current || this.closing) return;
       const encoded = goJsonBytes(event);
       const frameBytes = encoded.subarray(0, encoded.length - 1); // one JSON value per frame, no newline
-      if (frameBytes.length > this.opts.maxFrameBytes) {
-        this.active = undefined;
-        controller.abort();
-        return this.fail(SocketMessages.eventTooLarge);
-      }
+      if (frameBytes.length > this.opts.maxFrameBytes) return this.errorFrame(SocketMessages.eventTooLarge);
       if (event.type === 'completed' || event.type === 'failed') this.active = undefined; // the next send may follow
       this.ws.send(frameBytes, { binary: false });
     };
     produceOperationEvents(this.opts.session, op, { operationId, signal: controller.signal }, emit).catch((err: unknown) => {
-      if (this.active !== current) return;
-      this.active = undefined;
-      this.fail((err as Error).message);
+      // Refused before `accepted` (queue full, finalizing, key in use…): an error frame.
+      if (this.active === current) this.errorFrame((err as Error).message);
     });
+  }
+
+  /** Cancels the running operation, if any (its later events are dropped). */
+  private endActive(): void {
+    const active = this.active;
+    this.active = undefined;
+    active?.controller.abort();
   }
 
   /** A protocol violation: close 1008 with the reason (an active operation is cancelled). */
   private violation(message: string): void {
     if (this.closing) return;
     this.closing = true;
-    this.active?.controller.abort();
-    this.active = undefined;
+    this.endActive();
     this.ws.close(CloseCode.policyViolation, closeReason(message));
   }
 
-  /** A failure after the upgrade: an `error` frame, then close 1011. */
-  private fail(message: string): void {
+  /**
+   * An error after the upgrade (era D, spec §10.5): an `error` frame that ends the running
+   * operation, if any; the socket stays open and accepts the next `send` — unless `thenDrop`,
+   * when the connection ends without a close frame (the client sees 1006) once the frame is out.
+   */
+  private errorFrame(message: string, opts: { thenDrop?: boolean } = {}): void {
     if (this.closing) return;
-    this.closing = true;
-    this.active?.controller.abort();
-    this.active = undefined;
-    this.ws.send(goJsonBytes({ type: 'error', error: message }), { binary: false });
-    this.ws.close(CloseCode.internalError, SocketMessages.streamFailed);
+    this.endActive();
+    if (opts.thenDrop) this.closing = true;
+    this.ws.send(goJsonBytes({ type: 'error', error: message }), { binary: false }, () => {
+      if (opts.thenDrop) this.ws.terminate();
+    });
   }
 }
 
@@ -239,6 +258,20 @@ function parseFrame(data: RawData): ClientFrame | undefined {
   } catch {
     return undefined;
   }
-  const parsed = ClientFrameSchema.safeParse(value);
-  return parsed.success ? parsed.data : undefined;
+  const parsed = RawClientFrameSchema.safeParse(value);
+  if (!parsed.success) return undefined;
+  const { type, operation } = parsed.data;
+  const key = parsed.data.idempotencyKey ?? '';
+  const id = parsed.data.operationID ?? '';
+  const hasOperation = operation !== undefined;
+  switch (type) {
+    case 'heartbeat':
+      return id === '' && key === '' && !hasOperation ? { type } : undefined;
+    case 'send':
+      return hasOperation && id === '' ? { type, idempotencyKey: key, operation } : undefined;
+    case 'cancel':
+      return id !== '' && key === '' && !hasOperation ? { type, operationID: id } : undefined;
+    default:
+      return undefined;
+  }
 }

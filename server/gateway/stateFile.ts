@@ -1,11 +1,13 @@
 // The daemon's discovery record, `<state>/gateway.json` (0600): where it listens, its bearer
 // token, and who it is (pid + process start time + boot id, so a reused pid is never taken
-// for a live daemon). Clients find the daemon only through this file and a /healthz probe.
+// for a live daemon), and which access API era it serves (`api`; absent in files of daemons that
+// predate it, which served era C). Clients find the daemon only through this file and a /healthz probe.
 import fs from 'node:fs/promises';
 import { request } from 'undici';
 import { z } from 'zod';
 import { readJsonRecord, writeJsonAtomic } from '../local/atomicFile';
 import { bootId, isSameProcessAlive, processStartTime } from '../platform/processIdentity';
+import { GatewayApiSchema } from './apiEra';
 
 export const GatewayStateSchema = z.strictObject({
   version: z.literal(1),
@@ -18,6 +20,7 @@ export const GatewayStateSchema = z.strictObject({
   port: z.number().int().min(1).max(65535),
   url: z.string(),
   token: z.string().min(16),
+  api: GatewayApiSchema.default('era-c'),
 });
 export type GatewayState = z.infer<typeof GatewayStateSchema>;
 

@@ -6,6 +6,7 @@ import path from 'node:path';
 import { request } from 'undici';
 import { z } from 'zod';
 import { GatewayClient } from '../../protocol/kruntimes/gatewayClient';
+import { ndjsonLines } from '../../protocol/kruntimes/ndjsonLines';
 import {
   checkTerminationTransition,
   isTerminalPhase,
@@ -37,6 +38,8 @@ import { SandboxLeases } from './sandboxLeases';
 import { sessionRunBody } from './sessionRunBody';
 import { summarizeRun } from './summary';
 
+/** A watch line carries one Run; far below this. */
+const MAX_WATCH_LINE_BYTES = 1 << 20;
 const WatchEventSchema = z.object({ type: z.enum(['ADDED', 'MODIFIED', 'DELETED']), object: RunSchema });
 
 export interface LocalProviderOptions {
@@ -287,18 +290,10 @@ export class LocalSandboxProvider implements SandboxProvider {
           });
           if (res.statusCode !== 200) throw new Error(`watch answered HTTP ${res.statusCode}`);
           delay = 200;
-          let pending = '';
-          for await (const chunk of res.body as AsyncIterable<Buffer>) {
-            pending += chunk.toString('utf8');
-            let nl: number;
-            while ((nl = pending.indexOf('\n')) !== -1) {
-              const line = pending.slice(0, nl).trim();
-              pending = pending.slice(nl + 1);
-              if (!line) continue;
-              const event = WatchEventSchema.safeParse(JSON.parse(line));
-              if (event.success && event.data.object.spec.mode.session !== undefined) {
-                listener({ sandbox: summarizeRun('local', LOCAL_CONTEXT, event.data.object), removed: event.data.type === 'DELETED' });
-              }
+          for await (const line of ndjsonLines(res.body as AsyncIterable<Buffer>, MAX_WATCH_LINE_BYTES)) {
+            const event = WatchEventSchema.safeParse(JSON.parse(line));
+            if (event.success && event.data.object.spec.mode.session !== undefined) {
+              listener({ sandbox: summarizeRun('local', LOCAL_CONTEXT, event.data.object), removed: event.data.type === 'DELETED' });
             }
           }
         } catch (err) {

@@ -21,6 +21,8 @@ export function summarizeRun(provider: ProviderKind, context: string, run: Run):
   if (run.status?.completionTime) s.completionTime = run.status.completionTime;
   const idle = run.spec.mode.session?.idleTimeoutSeconds;
   if (idle !== undefined) s.idleTimeoutSeconds = idle;
+  const lease = run.spec.mode.session?.leaseTimeoutSeconds;
+  if (lease !== undefined) s.leaseTimeoutSeconds = lease;
   if (run.spec.timeout) s.timeout = run.spec.timeout;
   if (run.spec.termination?.mode) s.terminationMode = run.spec.termination.mode;
   if (run.status?.artifactRefs?.length) s.artifacts = run.status.artifactRefs;

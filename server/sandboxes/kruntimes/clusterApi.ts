@@ -81,11 +81,19 @@ export class ClusterApi {
     return { items: body.items, resourceVersion: body.metadata?.resourceVersion };
   }
 
-  async createRun(namespace: string, run: Run): Promise<Run> {
-    const body = await this.call(`create a Run in ${namespace}`, () =>
-      this.custom.createNamespacedCustomObject({ group: RUN_GROUP, version: RUN_VERSION, plural: RUN_PLURAL, namespace, body: run }),
+  /** Creates a Run; with `dryRun` the API server admits and prunes it exactly as a create but stores nothing. */
+  async createRun(namespace: string, run: Run, opts: { dryRun?: boolean } = {}): Promise<Run> {
+    const body = await this.call(`${opts.dryRun ? 'dry-run ' : ''}create a Run in ${namespace}`, () =>
+      this.custom.createNamespacedCustomObject({ group: RUN_GROUP, version: RUN_VERSION, plural: RUN_PLURAL, namespace, body: run, ...(opts.dryRun ? { dryRun: 'All' } : {}) }),
     );
     return RunSchema.parse(body);
+  }
+
+  /** The `runs.kruntimes.io` CustomResourceDefinition as JSON (cluster-scoped: many users may not read it). */
+  getRunCrd(): Promise<unknown> {
+    return this.call(`get CustomResourceDefinition ${RUN_PLURAL}.${RUN_GROUP}`, () =>
+      this.custom.getClusterCustomObject({ group: 'apiextensions.k8s.io', version: 'v1', plural: 'customresourcedefinitions', name: `${RUN_PLURAL}.${RUN_GROUP}` }),
+    );
   }
 
   /** A JSON merge patch of `spec.termination` (conflict-free, unlike a whole-object update). */

@@ -1,6 +1,8 @@
 // The kruntimes provider: sandboxes are session Runs on Kubernetes, reached through
 // `@kubernetes/client-node` with the user's kubeconfig (contexts, namespaces, exec plugins,
-// client certificates, in-cluster). It creates a Run and watches it to Ready, opens it only after
+// client certificates, in-cluster). It creates a Run — with the lifetime fields the cluster's Run
+// CRD has (sessionLifetime.ts: no idle timeout on era D, a lease and a total timeout instead) —
+// and watches it to Ready, opens it only after
 // the SDK checks, reaches the Console or gateway through a port-forward that keeps the endpoint
 // path, holds the session lease with `operations:ws` heartbeats, terminates with a merge patch
 // of `spec.termination`, and downloads exported artifacts from runtimed's ArtifactService.
@@ -30,6 +32,7 @@ import { reachEndpoint } from './endpointAccess';
 import { bearerToken, configForContext, contextNamespace, kubeconfigStamp, loadKubeConfig, type LoadedKubeConfig } from './kubeconfig';
 import { pickReadyPod, PortForwarder } from './portForwarder';
 import { RunWatch } from './runWatch';
+import { learnSessionFields, SESSION_FIELDS_CACHE_MS, type SessionFieldSupport, specForCluster } from './sessionLifetime';
 
 export interface KruntimesProviderOptions {
   log: Logger;
@@ -52,6 +55,8 @@ export class KruntimesSandboxProvider implements SandboxProvider {
   private readonly forwarders = new Map<string, Promise<PortForwarder>>();
   private readonly watches = new Map<string, RunWatch>();
   private readonly listeners = new Set<(change: SandboxChange) => void>();
+  /** Per context: which session lifetime fields its Run CRD has, and since when that is known. */
+  private readonly sessionFields = new Map<string, { at: number; support: Promise<SessionFieldSupport> }>();
 
   private readonly leases: SandboxLeases;
 
@@ -71,6 +76,7 @@ export class KruntimesSandboxProvider implements SandboxProvider {
       this.loaded = loadKubeConfig(env, this.options.serviceAccountRoot);
       this.loadedStamp = stamp;
       this.clients.clear();
+      this.sessionFields.clear();
     }
     if (!this.loaded) {
       throw new SandboxError('provider_unavailable', 'no kubeconfig found: set KUBECONFIG or create ~/.kube/config (or run inside a cluster) to use kruntimes sandboxes');
@@ -156,7 +162,10 @@ export class KruntimesSandboxProvider implements SandboxProvider {
   async create(spec: SandboxCreateSpec, options: WorkOptions & { waitForReady: boolean; timeoutMs?: number }): Promise<SandboxSummary> {
     const ctx = this.context(spec.context);
     options.progress?.('creating', `creating a ${spec.runtime} session Run in ${ctx.name}/${spec.namespace}`);
-    const created = await ctx.api.createRun(spec.namespace, sessionRunBody(spec));
+    const support = await this.sessionFieldsOf(ctx, spec);
+    const fitted = specForCluster(spec, support);
+    for (const note of fitted.notes) this.log.info(note, { context: ctx.name, learnedFrom: support.learnedFrom });
+    const created = await ctx.api.createRun(spec.namespace, sessionRunBody(fitted.spec));
     const name = created.metadata.name ?? '';
     if (!options.waitForReady) return this.summarize(ctx.name, created);
     const ready = await this.waitFor(ctx, spec.namespace, name, (r) => r.status?.phase === 'Ready', options.timeoutMs ?? 120_000, options);
@@ -164,6 +173,19 @@ export class KruntimesSandboxProvider implements SandboxProvider {
       throw new SandboxError('run_state', `${RunStateMessages.terminalBeforeReady}: ${name} is ${ready.status?.phase ?? 'unknown'}${ready.status?.message ? ` (${ready.status.message})` : ''}`);
     }
     return this.summarize(ctx.name, ready);
+  }
+
+  /** What the context's Run CRD has (cached; a failed answer is not kept). */
+  private sessionFieldsOf(ctx: ContextClients & { name: string }, spec: SandboxCreateSpec): Promise<SessionFieldSupport> {
+    const cached = this.sessionFields.get(ctx.name);
+    if (cached && Date.now() - cached.at < SESSION_FIELDS_CACHE_MS) return cached.support;
+    const support = learnSessionFields(ctx.api, spec.namespace, sessionRunBody(spec));
+    const entry = { at: Date.now(), support };
+    this.sessionFields.set(ctx.name, entry);
+    support.catch(() => {
+      if (this.sessionFields.get(ctx.name) === entry) this.sessionFields.delete(ctx.name);
+    });
+    return support;
   }
 
   /**

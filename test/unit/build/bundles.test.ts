@@ -15,7 +15,9 @@ interface EsbuildModule {
   buildAll(options: { outdir: string; metafile: boolean; write: boolean }): Promise<{ extension: BuildResult; server: BuildResult }>;
 }
 
-const SERVER_ONLY = [/^server\//, /node_modules\/@kubernetes\/client-node\//, /node_modules\/pg\//, /node_modules\/@grpc\//, /node_modules\/protobufjs\//, /node_modules\/ws\//];
+const SERVER_ONLY = [/^server\//, /node_modules\/@kubernetes\/client-node\//, /node_modules\/pg\//, /node_modules\/@grpc\//, /node_modules\/protobufjs\//];
+/** `ws` (the era-D Session connection, in both bundles) tries these native accelerators in a try/catch and runs without them. */
+const WS_OPTIONAL = new Set(['bufferutil', 'utf-8-validate']);
 
 describe('build: esbuild bundles', function () {
   this.timeout(60_000);
@@ -33,13 +35,17 @@ describe('build: esbuild bundles', function () {
     assert.deepEqual(leaked, [], `server-only code in the extension bundle: ${leaked.join(', ')}`);
   });
 
-  it('leaves only vscode and Node built-ins external in the extension bundle', () => {
+  it('leaves only vscode, Node built-ins and ws\'s optional accelerators external in the extension bundle', () => {
     const externals = Object.values(built.extension.metafile.outputs)
       .flatMap((o) => o.imports)
       .filter((i) => i.external)
       .map((i) => i.path);
-    const unexpected = externals.filter((p) => p !== 'vscode' && !p.startsWith('node:') && !isBuiltin(p));
+    const unexpected = externals.filter((p) => p !== 'vscode' && !p.startsWith('node:') && !isBuiltin(p) && !WS_OPTIONAL.has(p));
     assert.deepEqual(unexpected, []);
+  });
+
+  it('bundles ws into the extension (the era-D Session connection runs in the extension host)', () => {
+    assert.ok(Object.keys(built.extension.metafile.inputs).some((i) => /node_modules\/ws\/lib\/websocket\.js$/.test(i)));
   });
 
   it('bundles the CLI entry point into the server bundle with no externals but built-ins', () => {
@@ -48,7 +54,7 @@ describe('build: esbuild bundles', function () {
     // pg's optional native binding is required inside a try/catch only by `pg.native`, which this
     // project never uses (no native add-ons); esbuild leaves such guarded requires external. `ws`
     // likewise tries its optional native accelerators and falls back to JavaScript without them.
-    const optional = new Set(['pg-native', 'bufferutil', 'utf-8-validate']);
+    const optional = new Set(['pg-native', ...WS_OPTIONAL]);
     const externals = Object.values(built.server.metafile.outputs)
       .flatMap((o) => o.imports)
       .filter((i) => i.external && !i.path.startsWith('node:') && !isBuiltin(i.path) && !optional.has(i.path));

@@ -116,9 +116,11 @@ describe('sandbox terminal session', () => {
   });
 
   it('falls back to operations:execute where streaming does not exist', async () => {
+    // Era A/B parse paths by hand and answer an unknown suffix 405 (spec §2.3); a 404
+    // `endpoint not found` there would mean era D, whose operations go over operations:ws.
     gateway.respondWith((req) =>
       req.url.endsWith('operations:stream')
-        ? { status: 404, body: '{"error":"endpoint not found"}\n' }
+        ? { status: 405, body: '{"error":"method not allowed"}\n' }
         : { status: 200, body: `{"command":{"exitCode":0,"stdout":"${b64('hi\n')}"}}\n` },
     );
     session.handleInput('echo hi\r');

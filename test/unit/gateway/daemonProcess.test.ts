@@ -82,8 +82,9 @@ describe('local gateway daemon process', function () {
     const st = await fsp.stat(path.join(stateDir, 'gateway.json'));
     assert.equal(st.mode & 0o777, 0o600);
     const state = JSON.parse(await fsp.readFile(path.join(stateDir, 'gateway.json'), 'utf8')) as Record<string, unknown>;
-    assert.deepEqual(Object.keys(state).sort(), ['bootId', 'host', 'pid', 'port', 'startTime', 'startedAt', 'token', 'url', 'version']);
+    assert.deepEqual(Object.keys(state).sort(), ['api', 'bootId', 'host', 'pid', 'port', 'startTime', 'startedAt', 'token', 'url', 'version']);
     assert.equal(state.host, '127.0.0.1');
+    assert.equal(state.api, 'era-c');
 
     const second = startForeground(stateDir);
     children.push(second);

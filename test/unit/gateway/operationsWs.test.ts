@@ -1,100 +1,14 @@
 // `GET P/operations:ws` against a real local gateway (real HTTP upgrade, real `process`
-// backend): spec §2.12 and golden cases 29–31 — exact event frames, a second send on the same
-// socket, cancel → `error` frame + close 1011 with the command killed, the session lease kept by
-// heartbeats and expiring once they stop — plus the upgrade's HTTP errors (426, 401, 404, 409,
-// 403 Origin, 405), 1008 for invalid frames, and the concurrency slot being given back.
+// backend): spec §2.12 / §10 and golden cases 29–31 — exact event frames, a second send on the
+// same socket, cancel → one `error` frame with the command killed and the socket left open (era D,
+// §10.8; era C closed with 1011), the session lease kept by heartbeats and expiring once they
+// stop — plus the upgrade's HTTP errors (426, 401, 404, 409, 403 Origin, 405), 1008 for invalid
+// frames, and open sockets not holding HTTP request slots. The era-D golden cases D1–D12 are in
+// eraD.golden.test.ts.
 import assert from 'node:assert/strict';
-import http from 'node:http';
-import { WebSocket } from 'ws';
 import type { Run } from '../../../protocol/kruntimes/run';
 import { call, createRun, readyRun, runsPath, startTestGateway, waitPhase, type TestGateway } from './harness';
-
-interface OpenSocket {
-  ws: WebSocket;
-  /** The next text frame (bounded wait). */
-  next(timeoutMs?: number): Promise<string>;
-  closed: Promise<{ code: number; reason: string }>;
-  send(value: unknown): void;
-}
-
-function wsUrl(gwUrl: string, P: string): string {
-  return `${gwUrl.replace(/^http/, 'ws')}${P}/operations:ws`;
-}
-
-function openSocket(gw: { url: string; token: string }, P: string, headers: Record<string, string> = {}): Promise<OpenSocket> {
-  const ws = new WebSocket(wsUrl(gw.url, P), { headers: { authorization: `Bearer ${gw.token}`, ...headers } });
-  const queue: string[] = [];
-  const waiters: Array<(frame: string) => void> = [];
-  ws.on('message', (data, isBinary) => {
-    assert.equal(isBinary, false, 'server frames are text frames');
-    const text = (data as Buffer).toString('utf8');
-    const waiter = waiters.shift();
-    if (waiter) waiter(text);
-    else queue.push(text);
-  });
-  const closed = new Promise<{ code: number; reason: string }>((resolve) => ws.on('close', (code, reason) => resolve({ code, reason: reason.toString('utf8') })));
-  return new Promise((resolve, reject) => {
-    ws.once('open', () =>
-      resolve({
-        ws,
-        closed,
-        send: (value) => ws.send(JSON.stringify(value)),
-        next: (timeoutMs = 10_000) =>
-          new Promise<string>((res, rej) => {
-            const queued = queue.shift();
-            if (queued !== undefined) return res(queued);
-            const timer = setTimeout(() => rej(new Error('no frame in time')), timeoutMs);
-            waiters.push((frame) => {
-              clearTimeout(timer);
-              res(frame);
-            });
-          }),
-      }),
-    );
-    ws.once('error', reject);
-  });
-}
-
-interface RawReply {
-  status: number;
-  headers: http.IncomingHttpHeaders;
-  body: string;
-  upgraded: boolean;
-}
-
-/** A raw upgrade request (so a refusal's status, headers and body can be checked exactly). */
-function rawUpgrade(gwUrl: string, path: string, headers: Record<string, string>, method = 'GET'): Promise<RawReply> {
-  return new Promise((resolve, reject) => {
-    const req = http.request(`${gwUrl}${path}`, {
-      method,
-      headers: {
-        connection: 'Upgrade',
-        upgrade: 'websocket',
-        'sec-websocket-version': '13',
-        'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==',
-        ...headers,
-      },
-    });
-    req.on('upgrade', (res, socket) => {
-      socket.destroy();
-      resolve({ status: res.statusCode ?? 0, headers: res.headers, body: '', upgraded: true });
-    });
-    req.on('response', (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8'), upgraded: false }));
-    });
-    req.on('error', reject);
-    req.setTimeout(10_000, () => req.destroy(new Error('upgrade request timed out')));
-    req.end();
-  });
-}
-
-const errBody = (message: string): string => JSON.stringify({ error: message }) + '\n';
-
-async function operations(gw: TestGateway['gw'], run: Run): Promise<Array<{ operationId: string; state: string; outcome?: string; exitCode?: number }>> {
-  return ((await call(gw, 'GET', `${runsPath(run.metadata.namespace, run.metadata.name)}/operations`)).json() as { items: [] }).items;
-}
+import { errBody, openSocket, operations, rawUpgrade } from './wsHarness';
 
 describe('local gateway: operations:ws (spec §2.12, golden 29–31)', function () {
   this.timeout(40_000);
@@ -129,7 +43,7 @@ describe('local gateway: operations:ws (spec §2.12, golden 29–31)', function 
     assert.equal((await s.closed).code, 1000);
   });
 
-  it('#30 cancel of the active `sleep 30` → error frame "context canceled", close 1011, the command killed', async () => {
+  it('#30 cancel of the active `sleep 30` → error frame "context canceled", the command killed, the socket stays open', async () => {
     const s = await openSocket(t.gw, P);
     s.send({ type: 'send', idempotencyKey: 'ws-cancel-1', operation: { command: { argv: ['sleep', '30'] } } });
     assert.equal(await s.next(), '{"sequence":1,"type":"accepted","accepted":{"operationID":"ws-cancel-1"}}');
@@ -140,10 +54,7 @@ describe('local gateway: operations:ws (spec §2.12, golden 29–31)', function 
     }
     const started = Date.now();
     s.send({ type: 'cancel', operationID: 'ws-cancel-1' });
-    assert.deepEqual(JSON.parse(await s.next()), { type: 'error', error: 'context canceled' });
-    const closed = await s.closed;
-    assert.equal(closed.code, 1011);
-    assert.equal(closed.reason, 'operation stream failed');
+    assert.equal(await s.next(), '{"type":"error","error":"context canceled"}\n');
     for (;;) {
       const rec = (await operations(t.gw, run)).find((o) => o.operationId === 'ws-cancel-1');
       if (rec?.state === 'ended') {
@@ -154,6 +65,12 @@ describe('local gateway: operations:ws (spec §2.12, golden 29–31)', function 
       assert.ok(Date.now() - started < 10_000, 'the cancelled command was not killed');
       await new Promise((r) => setTimeout(r, 20));
     }
+    // Era D: no `failed` for the cancelled operation, and the same socket takes the next send.
+    s.send({ type: 'send', idempotencyKey: 'ws-cancel-2', operation: { command: { argv: ['true'] } } });
+    assert.equal(await s.next(), '{"sequence":1,"type":"accepted","accepted":{"operationID":"ws-cancel-2"}}');
+    assert.equal(await s.next(), '{"sequence":2,"type":"completed","completed":{"command":{"exitCode":0}}}');
+    s.ws.close(1000);
+    assert.equal((await s.closed).code, 1000);
   });
 
   it('closes 1008 for an unknown frame type, an unknown field and a binary frame', async () => {

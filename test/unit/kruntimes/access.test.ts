@@ -15,18 +15,18 @@ import type { KruntimesSandboxProvider } from '../../../server/sandboxes/kruntim
 import { RunWatch, type RunWatchEvent } from '../../../server/sandboxes/kruntimes/runWatch';
 import { SandboxError } from '../../../server/sandboxes/provider';
 import type { StoredObject } from '../../fixtures/cluster/objectStore';
-import { type ClusterTarget, simulatorOnly, startClusterTarget } from '../../fixtures/cluster/target';
+import { type ClusterTarget, simulatorOnly, forEachClusterEra, startClusterTarget } from '../../fixtures/cluster/target';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-describe('kruntimes provider: access, refusals and watches (cluster simulator)', function () {
+forEachClusterEra('kruntimes provider: access, refusals and watches', function (era) {
   this.timeout(120_000);
   let target: ClusterTarget;
   let provider: KruntimesSandboxProvider;
   let api: ClusterApi;
 
   before(async () => {
-    target = await startClusterTarget();
+    target = await startClusterTarget({ era });
     provider = target.provider();
     const loaded = loadKubeConfig({ KUBECONFIG: target.kubeconfigPath });
     assert.ok(loaded);

@@ -11,9 +11,9 @@ import { openFileSessionRepository } from '../../../server/repository/fileReposi
 import type { SessionRepository } from '../../../server/repository/contract';
 import type { KruntimesSandboxProvider } from '../../../server/sandboxes/kruntimes/kruntimesProvider';
 import { agentCommand, quietLogger } from '../../fixtures/activation/harness';
-import { type ClusterTarget, startClusterTarget } from '../../fixtures/cluster/target';
+import { type ClusterTarget, forEachClusterEra, startClusterTarget } from '../../fixtures/cluster/target';
 
-describe('activations on kruntimes (cluster simulator)', function () {
+forEachClusterEra('activations on kruntimes', function (era) {
   this.timeout(180_000);
   let target: ClusterTarget;
   let provider: KruntimesSandboxProvider;
@@ -22,7 +22,7 @@ describe('activations on kruntimes (cluster simulator)', function () {
   let counterFile: string;
 
   before(async () => {
-    target = await startClusterTarget();
+    target = await startClusterTarget({ era });
     provider = target.provider();
     repo = await openFileSessionRepository({ storageRoot: path.join(target.dir, 'repository') });
     counterFile = path.join(target.dir, 'invocations.txt');

@@ -5,9 +5,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { runKruntimesCommand } from '../../../server/cli/kruntimes';
 import { captureIo } from '../../fixtures/cliCapture';
-import { type ClusterTarget, startClusterTarget, wantsRealCluster } from '../../fixtures/cluster/target';
+import { type ClusterTarget, forEachClusterEra, startClusterTarget, wantsRealCluster } from '../../fixtures/cluster/target';
 
-describe('sandbox-sessions kruntimes CLI (cluster simulator)', function () {
+forEachClusterEra('sandbox-sessions kruntimes CLI', function (era) {
   this.timeout(120_000);
   let target: ClusterTarget;
   let env: NodeJS.ProcessEnv;
@@ -18,7 +18,7 @@ describe('sandbox-sessions kruntimes CLI (cluster simulator)', function () {
   };
 
   before(async () => {
-    target = await startClusterTarget();
+    target = await startClusterTarget({ era });
     env = wantsRealCluster() ? { ...process.env } : { KUBECONFIG: target.kubeconfigPath, HOME: target.dir };
   });
   after(async () => {
@@ -33,6 +33,11 @@ describe('sandbox-sessions kruntimes CLI (cluster simulator)', function () {
     const created = await cli('create', '--runtime', target.runtime, '--name', 'cli-sbx', '--env', 'GREETING=hello', '--json');
     assert.equal(created.code, 0, created.err);
     assert.equal(JSON.parse(created.out).phase, 'Ready');
+    if (era) {
+      // What ends it: on era D the lease and total timeout the provider chose (no idle timeout there); nothing on C.
+      const got = await cli('get', 'cli-sbx');
+      assert.equal(got.out.split('\t')[4], era === 'D' ? 'lease=300s,timeout=8h' : '-', got.out);
+    }
 
     const exec = await cli('exec', 'cli-sbx', '--', 'sh', '-c', 'printf "$GREETING" > "$KRUNTIME_ARTIFACTS_DIR/greeting.txt"; printf "$GREETING"; exit 3');
     assert.equal(exec.code, 1, 'a failing command exits 1');

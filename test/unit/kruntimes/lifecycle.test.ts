@@ -12,19 +12,19 @@ import { type ArtifactRef, RunStateError, TERMINATION_MONOTONIC_MESSAGE } from '
 import type { SandboxConnection, SandboxCreateSpec, SandboxRef } from '../../../protocol/sandboxes';
 import type { KruntimesSandboxProvider } from '../../../server/sandboxes/kruntimes/kruntimesProvider';
 import { SandboxError } from '../../../server/sandboxes/provider';
-import { type ClusterTarget, startClusterTarget } from '../../fixtures/cluster/target';
+import { type ClusterTarget, forEachClusterEra, startClusterTarget } from '../../fixtures/cluster/target';
 
 function client(c: SandboxConnection): GatewayClient {
   return new GatewayClient({ endpoint: c.endpoint, token: c.token, tls: c.tls, readRetryWindowMs: 5000 });
 }
 
-describe('kruntimes provider: session Run lifecycle (cluster simulator)', function () {
+forEachClusterEra('kruntimes provider: session Run lifecycle', function (era) {
   this.timeout(120_000);
   let target: ClusterTarget;
   let provider: KruntimesSandboxProvider;
 
   before(async () => {
-    target = await startClusterTarget();
+    target = await startClusterTarget({ era });
     provider = target.provider();
   });
   after(async () => {
@@ -131,8 +131,11 @@ describe('kruntimes provider: session Run lifecycle (cluster simulator)', functi
     await provider.delete(sandbox.ref);
   });
 
-  it('idle timeout → Timeout with `session idle timeout exceeded` (golden 32)', async () => {
+  // Era D has no idle timeout (spec §10.3); its sandboxes end by lease instead (eras.test.ts).
+  if (era !== 'D') it('era C: idle timeout → Timeout with `session idle timeout exceeded` (golden 32); the Run kept the field', async () => {
     const sandbox = await provider.create(spec({ idleTimeoutSeconds: 1 }), { waitForReady: true });
+    assert.equal(sandbox.idleTimeoutSeconds, 1, 'sent and kept by the API server');
+    assert.equal(sandbox.leaseTimeoutSeconds, undefined, 'no lease added where idle timeouts exist');
     const ref: SandboxRef = sandbox.ref;
     const deadline = Date.now() + 10_000;
     let phase: string | undefined;
