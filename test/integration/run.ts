@@ -14,7 +14,14 @@ import { chromium } from 'playwright-core';
 import { CHROMIUM_ARGS, REPO_ROOT, startCodeServer } from '../../scripts/vscodeHost';
 import { startClusterSimulator } from '../fixtures/cluster/simulator';
 
-const SUITE_OUT = path.join(REPO_ROOT, '.test-tmp', 'integration');
+// Per run (several runs may share a checkout); inside the repository so the suite finds its mocha.
+fs.mkdirSync(path.join(REPO_ROOT, '.test-tmp'), { recursive: true });
+const SUITE_OUT = fs.mkdtempSync(path.join(REPO_ROOT, '.test-tmp', 'integration-'));
+
+function grepPattern(): string | undefined {
+  const i = process.argv.indexOf('--grep');
+  return i >= 0 ? process.argv[i + 1] : undefined;
+}
 
 async function buildAll(): Promise<string[]> {
   const { buildAll: buildBundles } = (await import(path.join(REPO_ROOT, 'esbuild.mjs'))) as { buildAll: () => Promise<unknown> };
@@ -53,6 +60,8 @@ async function main(): Promise<number> {
       XDG_DATA_HOME: dataDir,
       SANDBOX_SESSIONS_LOG_LEVEL: 'debug',
       SANDBOX_SESSIONS_IT_WORK: work,
+      // `npm run test:integration -- --grep <pattern>` runs only the matching tests.
+      ...(grepPattern() !== undefined ? { SANDBOX_SESSIONS_IT_GREP: grepPattern() } : {}),
       KUBECONFIG: cluster.kubeconfigPath,
       // Activations run the deterministic test agent (Maka's CLI contract) instead of `maka activate`.
       SANDBOX_SESSIONS_ACTIVATION_COMMAND: JSON.stringify([process.execPath, path.join(REPO_ROOT, 'test/fixtures/agent/agent.mts'), 'activate']),
@@ -94,6 +103,7 @@ async function main(): Promise<number> {
   } finally {
     await browser.close().catch(() => undefined);
     await server.stop();
+    fs.rmSync(SUITE_OUT, { recursive: true, force: true });
     await cluster.stop().catch((err: unknown) => console.error(`stopping the cluster simulator: ${String(err)}`));
     // The companion server started a local gateway daemon for the suite: stop it.
     const state = path.join(stateDir, 'gateway.json');

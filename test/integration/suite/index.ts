@@ -8,7 +8,8 @@ import path from 'node:path';
 const Mocha = require('mocha') as typeof import('mocha');
 
 export function run(): Promise<void> {
-  const mocha = new Mocha({ ui: 'bdd', color: false, timeout: 60_000, reporter: 'spec' });
+  const grep = process.env.SANDBOX_SESSIONS_IT_GREP;
+  const mocha = new Mocha({ ui: 'bdd', color: false, timeout: 60_000, reporter: 'spec', ...(grep ? { grep } : {}) });
   for (const file of fs.readdirSync(__dirname).sort()) {
     if (file.endsWith('.test.js')) mocha.addFile(path.join(__dirname, file));
   }
