@@ -31,5 +31,16 @@ if [ ${#missing[@]} -gt 0 ]; then
   "${SUDO[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+# kubectl, a client of the cluster simulator in test/unit/kruntimes/kubectl.test.ts: one on PATH, or
+# Debian's kubernetes-client unpacked privately (no root, nothing installed system-wide).
+if ! command -v kubectl >/dev/null 2>&1 && [ ! -x .test-tmp/kubectl/usr/bin/kubectl ]; then
+  echo "install-test-deps: unpacking Debian's kubernetes-client into .test-tmp/kubectl…"
+  deb_dir="$(mktemp -d)"
+  (cd "$deb_dir" && apt-get download -qq kubernetes-client)
+  mkdir -p .test-tmp/kubectl
+  dpkg -x "$deb_dir"/kubernetes-client_*.deb .test-tmp/kubectl
+  rm -rf "$deb_dir"
+fi
+
 bash scripts/install-vscode-host.sh
-echo "install-test-deps: bubblewrap, PostgreSQL, Chromium and code-server are ready"
+echo "install-test-deps: bubblewrap, PostgreSQL, Chromium, kubectl and code-server are ready"

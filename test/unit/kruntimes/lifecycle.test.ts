@@ -100,7 +100,7 @@ forEachClusterEra('kruntimes provider: session Run lifecycle', function (era) {
   });
 
   it('a missing artifactInput fails the Run before Ready with `open artifact input`', async () => {
-    const missing: ArtifactRef = { name: 'gone.txt', driver: 'filesystem', type: 'file', location: { filesystem: { path: `namespaces/${target.namespace}/runs/none/gone.txt` } }, sizeBytes: 1, digest: `sha256:${'0'.repeat(64)}` };
+    const missing: ArtifactRef = { name: 'gone.txt', driver: 'filesystem', type: 'file', location: { filesystem: { path: `namespaces/${target.namespace}/runs/none/gone.txt` } }, sizeBytes: 1, digest: `sha256:${'0'.repeat(64)}`, createdAt: '2025-01-01T00:00:00Z' }; // createdAt: the CRD requires it
     await assert.rejects(provider.create(spec({ artifactInputs: [{ ref: missing, path: 'in/gone.txt' }] }), { waitForReady: true }), (e: unknown) => {
       assert.ok(e instanceof SandboxError);
       assert.equal(e.code, 'run_state');
