@@ -7,6 +7,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+SUDO=()
+[ "$(id -u)" -eq 0 ] || ! command -v sudo >/dev/null 2>&1 || SUDO=(sudo)
+
 missing=()
 command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
 compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || missing+=(postgresql)
@@ -18,12 +21,9 @@ if [ ${#missing[@]} -gt 0 ]; then
     echo "install-test-deps: missing ${missing[*]} and no apt-get here; install them with your package manager" >&2
     exit 1
   fi
-  SUDO=()
-  if [ "$(id -u)" -ne 0 ]; then
-    if command -v sudo >/dev/null 2>&1; then SUDO=(sudo); else
-      echo "install-test-deps: not root and no sudo; run as root: apt-get install -y ${missing[*]}" >&2
-      exit 1
-    fi
+  if [ "$(id -u)" -ne 0 ] && [ ${#SUDO[@]} -eq 0 ]; then
+    echo "install-test-deps: not root and no sudo; run as root: apt-get install -y ${missing[*]}" >&2
+    exit 1
   fi
   echo "install-test-deps: installing ${missing[*]} from Debian's packages…"
   export DEBIAN_FRONTEND=noninteractive
@@ -36,7 +36,8 @@ fi
 if ! command -v kubectl >/dev/null 2>&1 && [ ! -x .test-tmp/kubectl/usr/bin/kubectl ]; then
   echo "install-test-deps: unpacking Debian's kubernetes-client into .test-tmp/kubectl…"
   deb_dir="$(mktemp -d)"
-  (cd "$deb_dir" && apt-get download -qq kubernetes-client)
+  # A machine whose package lists were never fetched finds nothing to download: fetch them once.
+  (cd "$deb_dir" && { apt-get download -qq kubernetes-client 2>/dev/null || { "${SUDO[@]}" apt-get update -qq && apt-get download -qq kubernetes-client; }; })
   mkdir -p .test-tmp/kubectl
   dpkg -x "$deb_dir"/kubernetes-client_*.deb .test-tmp/kubectl
   rm -rf "$deb_dir"
