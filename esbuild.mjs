@@ -1,15 +1,53 @@
-// Builds the two bundles: dist/extension.js (the VS Code face; CommonJS, `vscode` external) and
-// dist/server.js (the companion server and the `sandbox-sessions` CLI, for Node >= 22.15).
+// Builds the bundles: dist/extension.js (the VS Code face; CommonJS, `vscode` external),
+// dist/server.js (the `sandbox-sessions` dispatcher: the command table and help, for Node >= 22.15)
+// and one bundle per command, dist/cli/<module>.js, which the dispatcher requires only for the
+// command it runs — so `--help` or a trivial command does not load Kubernetes, gRPC or pg, and
+// neither does the gateway daemon. Several CommonJS entries rather than ESM code splitting: the
+// format, the bundled CommonJS dependencies and `require.main` stay as they were, at the price of
+// code shared by two commands being in both of their bundles (on disk only; a process loads one).
 // `node esbuild.mjs [--watch] [--minify]`; tests call buildAll() to inspect the metafiles.
 import * as esbuild from 'esbuild';
+import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
 
 const root = path.dirname(fileURLToPath(import.meta.url));
+const MAIN = path.join(root, 'server/main.ts');
+/** How server/main.ts loads a command: `import('./cli/<module>.js')`, a literal path (TypeScript's NodeNext wants the `.js`). */
+const COMMAND_IMPORT = /\bimport\(\s*'\.\/cli\/([A-Za-z0-9_-]+)\.js'\s*\)/g;
+
+/** The command modules server/main.ts loads on demand (its `import('./cli/….js')` calls). */
+export function commandModules() {
+  const source = fs.readFileSync(MAIN, 'utf8');
+  return [...new Set([...source.matchAll(COMMAND_IMPORT)].map((m) => m[1]))].sort();
+}
+
+/**
+ * In the dispatcher bundle, each `import('./cli/<module>.js')` of server/main.ts stays a run-time
+ * load of dist/cli/<module>.js (its own bundle) instead of being bundled in; any other dynamic
+ * import there fails the build, since no bundle would exist for it.
+ * @param {string[]} modules
+ */
+function commandsExternal(modules) {
+  return {
+    name: 'sandbox-sessions-commands-external',
+    setup(build) {
+      build.onResolve({ filter: /.*/ }, (args) => {
+        if (args.importer !== MAIN || args.kind !== 'dynamic-import') return undefined;
+        const name = /^\.\/cli\/([A-Za-z0-9_-]+)\.js$/.exec(args.path)?.[1];
+        if (!name || !modules.includes(name)) {
+          return { errors: [{ text: `server/main.ts may load commands only as import('./cli/<module>.js') with a literal path; got import('${args.path}')` }] };
+        }
+        return { path: `./cli/${name}.js`, external: true };
+      });
+    },
+  };
+}
 
 /** @param {{outdir?: string, minify?: boolean, metafile?: boolean, write?: boolean}} options */
 export function buildOptions(options = {}) {
   const outdir = options.outdir ?? path.join(root, 'dist');
+  const modules = commandModules();
   const common = {
     bundle: true,
     platform: 'node',
@@ -31,32 +69,41 @@ export function buildOptions(options = {}) {
     },
     server: {
       ...common,
-      entryPoints: [path.join(root, 'server/main.ts')],
+      entryPoints: [MAIN],
       outfile: path.join(outdir, 'server.js'),
       target: 'node22',
       banner: { js: '#!/usr/bin/env node' },
+      // `import()` of a command bundle becomes a plain `require` (no ESM loader for a CommonJS file).
+      supported: { 'dynamic-import': false },
+      plugins: [commandsExternal(modules)],
+    },
+    commands: {
+      ...common,
+      entryPoints: Object.fromEntries(modules.map((m) => [`cli/${m}`, path.join(root, 'server/cli', `${m}.ts`)])),
+      outdir,
+      target: 'node22',
     },
   };
 }
 
-/** Builds both bundles; resolves to their esbuild results (with metafiles when asked). */
+/** Builds every bundle; resolves to their esbuild results (with metafiles when asked). */
 export async function buildAll(options = {}) {
   const opts = buildOptions(options);
-  const [extension, server] = await Promise.all([esbuild.build(opts.extension), esbuild.build(opts.server)]);
-  return { extension, server };
+  const [extension, server, commands] = await Promise.all([esbuild.build(opts.extension), esbuild.build(opts.server), esbuild.build(opts.commands)]);
+  return { extension, server, commands };
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const minify = process.argv.includes('--minify');
   if (process.argv.includes('--watch')) {
     const opts = buildOptions({ minify });
-    const contexts = await Promise.all([esbuild.context(opts.extension), esbuild.context(opts.server)]);
+    const contexts = await Promise.all([esbuild.context(opts.extension), esbuild.context(opts.server), esbuild.context(opts.commands)]);
     await Promise.all(contexts.map((c) => c.watch()));
     console.log('watching for changes…');
   } else {
     await buildAll({ minify });
     const fs = await import('node:fs');
     fs.chmodSync(path.join(root, 'dist/server.js'), 0o755);
-    console.log('built dist/extension.js and dist/server.js');
+    console.log('built dist/extension.js, dist/server.js and dist/cli/*.js');
   }
 }

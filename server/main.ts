@@ -1,34 +1,63 @@
 // The `sandbox-sessions` CLI and companion-server entry point (bundled to dist/server.js):
-// dispatches `sandbox-sessions <command> …` to the command modules under server/cli/, and answers
-// `--help`/`-h` for every command and subcommand here, once, from the table below.
+// dispatches `sandbox-sessions <command> …` to the command modules under server/cli/, loading only
+// the one it runs (each is its own bundle), and answers `--help`/`-h` for every command and
+// subcommand here, once, from the table below.
 import zlib from 'node:zlib';
 import { type CommandHelp, usageFor, wantsHelp } from './cli/args';
 import type { CommandHandler, CommandIo } from './cli/io';
-import { BUNDLE_HELP, runBundleCommand } from './cli/bundle';
-import { DOCTOR_HELP, runDoctorCommand } from './cli/doctor';
-import { GATEWAY_HELP, runGatewayCommand } from './cli/gateway';
-import { KRUNTIMES_HELP, runKruntimesCommand } from './cli/kruntimes';
-import { runSandboxCommand, SANDBOX_HELP } from './cli/sandbox';
-import { runServerCommand, SERVER_HELP } from './cli/serverCommand';
-import { runSessionCommand, SESSION_HELP } from './cli/session';
 import { SERVER_VERSION } from './version';
 
-export interface CommandEntry {
-  summary: string;
+/** A command's module, once loaded. */
+export interface LoadedCommand {
   /** What `--help` prints: the command's usage, or its subcommand's. */
   help: CommandHelp;
   handler: CommandHandler;
 }
 
+export interface CommandEntry {
+  summary: string;
+  /**
+   * Loads the command's code on demand, so a call pays only for its own command (the daemon never
+   * loads Kubernetes, pg or gRPC). Always `import('./cli/<module>.js')` with a literal path: esbuild.mjs
+   * builds each such module as its own bundle, dist/cli/<module>.js, and this one as a require of it.
+   */
+  load: () => Promise<LoadedCommand>;
+}
+
 /** Every command the CLI offers; each one is implemented end to end. */
 export const commands: Readonly<Record<string, CommandEntry>> = {
-  server: { summary: 'run the companion JSON-RPC server (--stdio)', help: SERVER_HELP, handler: runServerCommand },
-  gateway: { summary: 'run the local gateway daemon (--detach, --stop)', help: GATEWAY_HELP, handler: (argv, io) => runGatewayCommand(argv, io) },
-  sandbox: { summary: 'local sandboxes: create|list|get|exec|cancel|close|delete|artifacts', help: SANDBOX_HELP, handler: (argv, io) => runSandboxCommand(argv, io) },
-  kruntimes: { summary: 'kruntimes sandboxes (kubeconfig): contexts|list|create|get|exec|close|delete|artifacts', help: KRUNTIMES_HELP, handler: (argv, io) => runKruntimesCommand(argv, io) },
-  doctor: { summary: 'which local backends work on this machine, and why not', help: DOCTOR_HELP, handler: runDoctorCommand },
-  bundle: { summary: 'Session Bundles: pack|inspect|hydrate|cleanup', help: BUNDLE_HELP, handler: runBundleCommand },
-  session: { summary: 'the session repository: list|show|revisions|checkout|commit|delete|activate|fork|gc', help: SESSION_HELP, handler: runSessionCommand },
+  server: {
+    summary: 'run the companion JSON-RPC server (--stdio)',
+    load: () => import('./cli/serverCommand.js').then((m) => ({ help: m.SERVER_HELP, handler: m.runServerCommand })),
+  },
+  gateway: {
+    summary: 'run the local gateway daemon (--detach, --stop)',
+    load: () => import('./cli/gateway.js').then((m) => ({ help: m.GATEWAY_HELP, handler: (argv, io) => m.runGatewayCommand(argv, io) })),
+  },
+  sandbox: {
+    summary: 'local sandboxes: create|list|get|exec|cancel|close|delete|artifacts',
+    load: () => import('./cli/sandbox.js').then((m) => ({ help: m.SANDBOX_HELP, handler: (argv, io) => m.runSandboxCommand(argv, io) })),
+  },
+  kruntimes: {
+    summary: 'kruntimes sandboxes (kubeconfig): contexts|list|create|get|exec|close|delete|artifacts',
+    load: () => import('./cli/kruntimes.js').then((m) => ({ help: m.KRUNTIMES_HELP, handler: (argv, io) => m.runKruntimesCommand(argv, io) })),
+  },
+  doctor: {
+    summary: 'which local backends work on this machine, and why not',
+    load: () => import('./cli/doctor.js').then((m) => ({ help: m.DOCTOR_HELP, handler: m.runDoctorCommand })),
+  },
+  bundle: {
+    summary: 'Session Bundles: pack|inspect|hydrate|cleanup',
+    load: () => import('./cli/bundle.js').then((m) => ({ help: m.BUNDLE_HELP, handler: m.runBundleCommand })),
+  },
+  session: {
+    summary: 'the session repository: list|show|revisions|checkout|commit|delete|activate|fork|gc',
+    load: () => import('./cli/session.js').then((m) => ({ help: m.SESSION_HELP, handler: m.runSessionCommand })),
+  },
+  mcp: {
+    summary: 'run the MCP server for agents over stdio (sandbox_create, sandbox_exec, …)',
+    load: () => import('./cli/mcpCommand.js').then((m) => ({ help: m.MCP_HELP, handler: m.runMcpCommand })),
+  },
 };
 
 function commandNamed(name: string): CommandEntry | undefined {
@@ -77,13 +106,13 @@ export async function main(argv: string[], io: CommandIo): Promise<number> {
     }
     const command = commandNamed(topic);
     if (!command) return unknownCommand(topic, io);
-    io.stdout.write(usageFor(command.help, sub));
+    io.stdout.write(usageFor((await command.load()).help, sub));
     return 0;
   }
   const command = commandNamed(name);
   // `--help`/`-h` before any `--`: the most specific usage, before any work (or zstd check) is done.
   if (command && wantsHelp(rest)) {
-    io.stdout.write(usageFor(command.help, rest));
+    io.stdout.write(usageFor((await command.load()).help, rest));
     return 0;
   }
   if (!command && (name === 'version' || name.startsWith('-')) && wantsHelp(argv)) {
@@ -102,7 +131,7 @@ export async function main(argv: string[], io: CommandIo): Promise<number> {
     );
     return 1;
   }
-  return command.handler(rest, io);
+  return (await command.load()).handler(rest, io);
 }
 
 if (require.main === module) {

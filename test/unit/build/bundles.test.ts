@@ -1,32 +1,53 @@
-// The two bundles build, and the extension bundle carries no server-only code: the Kubernetes
-// client, the bundle codec, the local runtime and the companion server stay in dist/server.js.
+// The bundles build, and the extension bundle carries no server-only code: the Kubernetes
+// client, the bundle codec, the local runtime and the companion server stay in the server bundles.
+// The CLI loads only what a command needs: dist/server.js (the dispatcher) requires one command's
+// bundle, dist/cli/<module>.js, on demand — so `--help` and the gateway daemon never load the
+// Kubernetes client, pg, gRPC or the codec's workers (checked on the import graph, and for real).
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { ensureGateway, stopGateway } from '../../../server/gateway/daemonClient';
 
 interface Metafile {
   inputs: Record<string, unknown>;
-  outputs: Record<string, { imports: { path: string; external?: boolean }[] }>;
+  outputs: Record<string, { imports: { path: string; external?: boolean }[]; inputs: Record<string, unknown>; entryPoint?: string }>;
 }
 interface BuildResult {
   metafile: Metafile;
 }
 interface EsbuildModule {
-  buildAll(options: { outdir: string; metafile: boolean; write: boolean }): Promise<{ extension: BuildResult; server: BuildResult }>;
+  buildAll(options: { outdir: string; metafile: boolean; write: boolean }): Promise<{ extension: BuildResult; server: BuildResult; commands: BuildResult }>;
 }
 
-const SERVER_ONLY = [/^server\//, /node_modules\/@kubernetes\/client-node\//, /node_modules\/pg\//, /node_modules\/@grpc\//, /node_modules\/protobufjs\//];
+const SERVER_ONLY = [/^server\//, /node_modules\/@kubernetes\/client-node\//, /node_modules\/@modelcontextprotocol\//, /node_modules\/pg\//, /node_modules\/@grpc\//, /node_modules\/protobufjs\//];
 /** `ws` (the era-D Session connection, in both bundles) tries these native accelerators in a try/catch and runs without them. */
 const WS_OPTIONAL = new Set(['bufferutil', 'utf-8-validate']);
+/** What only some commands need: the Kubernetes client, pg, gRPC (and protobufjs), and the codec's worker threads. */
+const HEAVY = [/node_modules\/@kubernetes\/client-node\//, /node_modules\/pg\//, /node_modules\/@grpc\//, /node_modules\/protobufjs\//, /^server\/bundle\/threadPool\.ts$/];
+const REPO_ROOT = path.resolve(__dirname, '../../..');
 
 describe('build: esbuild bundles', function () {
   this.timeout(60_000);
-  let built: { extension: BuildResult; server: BuildResult };
+  let built: { extension: BuildResult; server: BuildResult; commands: BuildResult };
+  let outdir: string;
 
   before(async () => {
-    const esbuildConfig = (await import(path.resolve(__dirname, '../../../esbuild.mjs'))) as EsbuildModule;
-    built = await esbuildConfig.buildAll({ outdir: path.join(os.tmpdir(), 'sandbox-sessions-build-test'), metafile: true, write: false });
+    const esbuildConfig = (await import(path.resolve(REPO_ROOT, 'esbuild.mjs'))) as EsbuildModule;
+    outdir = fs.mkdtempSync(path.join(os.tmpdir(), 'sandbox-sessions-build-test-'));
+    built = await esbuildConfig.buildAll({ outdir, metafile: true, write: true });
   });
+
+  after(() => fs.rmSync(outdir, { recursive: true, force: true }));
+
+  /** The repo-relative inputs bundled into the output file `file` (relative to outdir). */
+  function inputsOf(file: string): string[] {
+    const outputs = { ...built.server.metafile.outputs, ...built.commands.metafile.outputs };
+    const key = Object.keys(outputs).find((o) => path.resolve(REPO_ROOT, o) === path.join(outdir, file));
+    assert.ok(key, `no output ${file} among ${Object.keys(outputs).join(', ')}`);
+    return Object.keys(outputs[key]!.inputs);
+  }
 
   it('keeps server-only modules out of the extension bundle', () => {
     const inputs = Object.keys(built.extension.metafile.inputs);
@@ -48,17 +69,87 @@ describe('build: esbuild bundles', function () {
     assert.ok(Object.keys(built.extension.metafile.inputs).some((i) => /node_modules\/ws\/lib\/websocket\.js$/.test(i)));
   });
 
-  it('bundles the CLI entry point into the server bundle with no externals but built-ins', () => {
-    const inputs = Object.keys(built.server.metafile.inputs);
-    assert.ok(inputs.includes('server/main.ts'));
+  it('bundles the CLI entry point into dist/server.js, whose only other externals are the command bundles it builds', () => {
+    assert.ok(inputsOf('server.js').includes('server/main.ts'));
+    const externals = Object.values(built.server.metafile.outputs)
+      .flatMap((o) => o.imports)
+      .filter((i) => i.external && !i.path.startsWith('node:') && !isBuiltin(i.path))
+      .map((i) => i.path);
+    assert.ok(externals.length >= 7, `command bundles required by server.js: ${externals.join(', ')}`);
+    for (const p of externals) {
+      assert.match(p, /^\.\/cli\/[\w-]+\.js$/);
+      assert.ok(fs.existsSync(path.join(outdir, p)), `server.js requires ${p}, which the build did not write`);
+    }
+  });
+
+  it('bundles each command with no externals but built-ins', () => {
     // pg's optional native binding is required inside a try/catch only by `pg.native`, which this
     // project never uses (no native add-ons); esbuild leaves such guarded requires external. `ws`
     // likewise tries its optional native accelerators and falls back to JavaScript without them.
     const optional = new Set(['pg-native', ...WS_OPTIONAL]);
-    const externals = Object.values(built.server.metafile.outputs)
+    const externals = Object.values(built.commands.metafile.outputs)
       .flatMap((o) => o.imports)
       .filter((i) => i.external && !i.path.startsWith('node:') && !isBuiltin(i.path) && !optional.has(i.path));
     assert.deepEqual(externals, []);
+  });
+
+  it('import graph: the dispatcher and the gateway daemon\'s bundle hold no Kubernetes client, pg, gRPC or codec workers; the commands that need them do', () => {
+    const heavyIn = (file: string) => inputsOf(file).filter((i) => HEAVY.some((re) => re.test(i)));
+    assert.deepEqual(heavyIn('server.js'), []);
+    assert.deepEqual(
+      inputsOf('server.js').filter((i) => i.startsWith('server/') && !['server/main.ts', 'server/cli/args.ts', 'server/version.ts'].includes(i)),
+      [],
+      'dist/server.js bundles command code: it must only dispatch',
+    );
+    assert.deepEqual(heavyIn('cli/gateway.js'), []);
+    assert.deepEqual(heavyIn('cli/sandbox.js'), []);
+    // The check above can see them: the commands that use them bundle them.
+    assert.ok(heavyIn('cli/kruntimes.js').some((i) => i.includes('@kubernetes/client-node')));
+    assert.ok(heavyIn('cli/serverCommand.js').some((i) => i.includes('node_modules/pg/')));
+    assert.ok(heavyIn('cli/bundle.js').includes('server/bundle/threadPool.ts'));
+  });
+
+  it('for real: `--help` loads only dist/server.js, `bundle --help` adds only its bundle, and a running gateway daemon loads only its own', async function () {
+    this.timeout(60_000);
+    const work = fs.mkdtempSync(path.join(os.tmpdir(), 'lazy-load-'));
+    // Preloaded into each process: on exit, it writes every module file that process loaded.
+    const preload = path.join(work, 'record-loaded.cjs');
+    fs.writeFileSync(
+      preload,
+      `process.on('exit', () => require('node:fs').writeFileSync(process.env.LOADED_OUT + '.' + process.pid, JSON.stringify(Object.keys(require.cache).filter((f) => f !== __filename))));\n`,
+    );
+    const loadedFiles = (prefix: string): string[] => {
+      const files = fs.readdirSync(work).filter((f) => f.startsWith(`${prefix}.`));
+      assert.equal(files.length, 1, `one recording for ${prefix}: ${files.join(', ')}`);
+      return (JSON.parse(fs.readFileSync(path.join(work, files[0]!), 'utf8')) as string[]).map((f) => path.relative(outdir, f)).sort();
+    };
+    const server = path.join(outdir, 'server.js');
+    try {
+      for (const [prefix, argv] of [['help', ['--help']], ['bundle-help', ['bundle', '--help']]] as const) {
+        const env = { ...process.env, LOADED_OUT: path.join(work, prefix) };
+        const child = spawn(process.execPath, ['--require', preload, server, ...argv], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+        let stdout = '';
+        child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+        assert.equal(await new Promise((resolve) => child.on('close', resolve)), 0);
+        assert.match(stdout, /sandbox-sessions/);
+      }
+      assert.deepEqual(loadedFiles('help'), ['server.js']);
+      assert.deepEqual(loadedFiles('bundle-help'), ['cli/bundle.js', 'server.js']);
+
+      const stateDir = path.join(work, 'state');
+      try {
+        // `env` execs node (same pid): the daemon is started exactly as the CLI starts it, plus the preload.
+        await ensureGateway({ stateDir, command: ['env', `LOADED_OUT=${path.join(work, 'daemon')}`, process.execPath, '--require', preload, server, 'gateway'] });
+      } finally {
+        assert.equal(await stopGateway({ stateDir }), true, 'the daemon was running');
+      }
+      const daemonFiles = loadedFiles('daemon');
+      assert.deepEqual(daemonFiles, ['cli/gateway.js', 'server.js']);
+      const heavy = daemonFiles.flatMap(inputsOf).filter((i) => HEAVY.some((re) => re.test(i)));
+      assert.deepEqual(heavy, [], 'what the daemon loaded bundles Kubernetes, pg, gRPC or the codec workers');
+    } finally {
+      fs.rmSync(work, { recursive: true, force: true });
+    }
   });
 });
 

@@ -22,13 +22,15 @@ const REPO_ROOT = path.resolve(__dirname, '../../..');
 describe('cli: --help and -h on every command and subcommand', () => {
   const table = Object.entries(commands);
 
-  it('the command table is not empty and every command that lists subcommands has at least one', () => {
+  it('the command table is not empty and every command that lists subcommands has at least one', async () => {
     assert.ok(table.length >= 7, `commands: ${table.map(([n]) => n).join(', ')}`);
     for (const [name, entry] of table) {
-      if (entry.help.subcommands) assert.ok(Object.keys(entry.help.subcommands).length > 0, name);
+      const { help } = await entry.load();
+      if (help.subcommands) assert.ok(Object.keys(help.subcommands).length > 0, name);
     }
   });
 
+  // Each command's help comes with its code (loaded on demand), so its subcommands are walked inside the test.
   for (const [name, entry] of table) {
     for (const flag of ['--help', '-h']) {
       it(`${name} ${flag}: its usage on stdout, exit 0`, async () => {
@@ -36,12 +38,12 @@ describe('cli: --help and -h on every command and subcommand', () => {
         assert.equal(r.code, 0, r.stderr);
         assert.equal(r.stderr, '');
         assert.ok(r.stdout.includes(`sandbox-sessions ${name}`), r.stdout);
-        assert.equal(r.stdout, usageFor(entry.help, []));
+        assert.equal(r.stdout, usageFor((await entry.load()).help, []));
       });
     }
-    for (const sub of Object.keys(entry.help.subcommands ?? {})) {
-      it(`${name} ${sub} --help / -h (also after other arguments): the subcommand's own usage, exit 0`, async () => {
-        const commandUsage = (await cli([name, '--help'])).stdout;
+    it(`${name} <each subcommand> --help / -h (also after other arguments): the subcommand's own usage, exit 0`, async () => {
+      const commandUsage = (await cli([name, '--help'])).stdout;
+      for (const sub of Object.keys((await entry.load()).help.subcommands ?? {})) {
         for (const argv of [
           [name, sub, '--help'],
           [name, sub, '-h'],
@@ -55,8 +57,8 @@ describe('cli: --help and -h on every command and subcommand', () => {
           assert.notEqual(r.stdout, commandUsage, `${argv.join(' ')} printed the command's usage, not the subcommand's`);
         }
         assert.equal((await cli(['help', name, sub])).stdout, (await cli([name, sub, '--help'])).stdout);
-      });
-    }
+      }
+    });
   }
 
   it('top level: --help, -h and help list every command and exit 0; an unknown command is still an error', async () => {
