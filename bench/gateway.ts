@@ -1,103 +1,240 @@
-// Benchmark of the local gateway against named baselines measured in the same run:
-//   execute: one `operations:execute` of `true` (process backend) vs a bare child_process.spawn('true')
-//   write:   a 700 KB writeFile through the gateway vs fs.writeFile
-//   read:    a 700 KB read (maxBytes 786000) through the gateway vs fs.readFile
-// Run: npx tsx bench/gateway.ts [iterations]
+// Benchmark of a command's round trip through the local gateway daemon, against the named
+// baseline measured in the same run: a bare child_process.spawn of the same command.
+//   transports: era D — GatewayClient over the sandbox's one `operations:ws` Session connection,
+//               against a daemon started with `--api era-d`;
+//               era C — GatewayClient over `operations:execute` (HTTP), against a default daemon;
+//               spawn — child_process.spawn in this process (no gateway, no sandbox).
+//   commands:   `true`, and `head -c 65536 /dev/zero` (64 KiB of output, its length checked on
+//               every call), both as argv: a `shell` command runs under bash, which sources
+//               ~/.bashrc when its stdin is a socket (as Node's pipes are) — that would measure the
+//               machine's ~/.bashrc, not the gateway.
+//   load:       sequential (one caller), then K callers at once. On era D the K callers of one
+//               process share its one socket, so their commands queue client-side (the protocol
+//               runs one operation per connection); "era D, K sockets" gives each caller its own
+//               Session connection, as K processes (or windows) would have.
+//   files:      a 700 KB writeFile over each era vs fs.writeFile, and a 700 KB read vs fs.readFile.
+// Each daemon is a real `sandbox-sessions gateway` process (process backend), stopped at the end.
+// Prints median and p95 per call, and ratios (median/median) against the baseline.
+// Run: npx tsx bench/gateway.ts [iterations per case, default 200] [concurrent callers, default 4]
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { Agent, request } from 'undici';
-import { startGateway } from '../server/gateway/daemon';
+import { GatewayClient } from '../protocol/kruntimes/gatewayClient';
+import type { SessionCommand } from '../protocol/kruntimes/gateway';
+import { SessionConnection } from '../protocol/kruntimes/sessionConnection';
+import type { GatewayApi } from '../server/gateway/apiEra';
+import { ensureGateway, stopGateway } from '../server/gateway/daemonClient';
+import { LocalGatewayClient } from '../server/gateway/localClient';
 
 const ITER = Number(process.argv[2] ?? '200');
+const CALLERS = Number(process.argv[3] ?? '4');
 const FILE_BYTES = 700_000;
+const OUTPUT_BYTES = 65_536;
+const REPO = path.join(__dirname, '..');
 
-function spawnTrue(): Promise<void> {
+interface Case {
+  name: string;
+  command: SessionCommand;
+  spawnArgs: [string, string[]];
+  expectedStdout: number;
+}
+
+const CASES: Case[] = [
+  { name: '`true`', command: { argv: ['true'] }, spawnArgs: ['true', []], expectedStdout: 0 },
+  {
+    name: '64 KiB of output',
+    command: { argv: ['head', '-c', String(OUTPUT_BYTES), '/dev/zero'] },
+    spawnArgs: ['head', ['-c', String(OUTPUT_BYTES), '/dev/zero']],
+    expectedStdout: OUTPUT_BYTES,
+  },
+];
+
+type Call = () => Promise<void>;
+
+interface Stats {
+  median: number;
+  p95: number;
+  /** Wall time of the whole batch (concurrent runs: calls per second come from it). */
+  wallMs: number;
+  calls: number;
+}
+
+function spawnCommand(file: string, args: string[], expectedStdout: number): Promise<void> {
   return new Promise((resolve, reject) => {
-    const child = spawn('true', [], { stdio: 'ignore' });
+    const child = spawn(file, args, { stdio: ['ignore', 'pipe', 'ignore'] });
+    let bytes = 0;
+    child.stdout.on('data', (chunk: Buffer) => (bytes += chunk.length));
     child.on('error', reject);
-    child.on('exit', () => resolve());
+    child.on('close', (code) => {
+      if (code !== 0) reject(new Error(`${file} exited ${code}`));
+      else if (bytes !== expectedStdout) reject(new Error(`${file}: ${bytes} bytes of output, expected ${expectedStdout}`));
+      else resolve();
+    });
   });
 }
 
-async function measure(iterations: number, fn: () => Promise<void>): Promise<{ median: number; mean: number }> {
-  for (let i = 0; i < Math.min(10, iterations); i++) await fn(); // warm-up
+const quantile = (sorted: number[], q: number): number => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? NaN;
+
+/** `callers` loops at once, each timing `perCaller` sequential calls (after a short warm-up). */
+async function measure(callers: number, perCaller: number, makeCall: (caller: number) => Call): Promise<Stats> {
+  const calls = Array.from({ length: callers }, (_, i) => makeCall(i));
+  await Promise.all(calls.map(async (call) => {
+    for (let i = 0; i < Math.min(5, perCaller); i++) await call();
+  }));
   const samples: number[] = [];
-  for (let i = 0; i < iterations; i++) {
-    const t0 = process.hrtime.bigint();
-    await fn();
-    samples.push(Number(process.hrtime.bigint() - t0) / 1e6);
-  }
+  const t0 = performance.now();
+  await Promise.all(
+    calls.map(async (call) => {
+      for (let i = 0; i < perCaller; i++) {
+        const start = performance.now();
+        await call();
+        samples.push(performance.now() - start);
+      }
+    }),
+  );
+  const wallMs = performance.now() - t0;
   samples.sort((a, b) => a - b);
-  return { median: samples[Math.floor(samples.length / 2)] ?? NaN, mean: samples.reduce((a, b) => a + b, 0) / samples.length };
+  return { median: quantile(samples, 0.5), p95: quantile(samples, 0.95), wallMs, calls: samples.length };
 }
 
+interface Daemon {
+  api: GatewayApi;
+  stateDir: string;
+  /** The sandbox's `status.endpoint.url`. */
+  endpointUrl: string;
+  token: string;
+}
+
+/** State dirs of the daemons started (each is stopped at the end, even when its set-up failed). */
+const started: string[] = [];
+
+async function startDaemon(api: GatewayApi, root: string): Promise<Daemon> {
+  const stateDir = path.join(root, api);
+  started.push(stateDir);
+  const gateway = await ensureGateway({
+    stateDir,
+    api,
+    command: [process.execPath, '--import', 'tsx', path.join(REPO, 'server/main.ts'), 'gateway'],
+    timeoutMs: 60_000,
+  });
+  const local = new LocalGatewayClient(gateway.url, gateway.token);
+  const created = await local.createRun('default', {
+    apiVersion: 'kruntimes.io/v1alpha1',
+    kind: 'Run',
+    metadata: { name: `bench-${api}` },
+    spec: { runtime: 'process', mode: { session: {} } },
+  });
+  const run = await local.waitPhase('default', created.metadata.name ?? '', ['Ready']);
+  const endpointUrl = run.status?.endpoint?.url;
+  if (run.status?.phase !== 'Ready' || !endpointUrl) throw new Error(`the bench sandbox on the ${api} daemon is ${run.status?.phase ?? 'Pending'}`);
+  return { api, stateDir, endpointUrl, token: gateway.token };
+}
+
+function checkOutput(stdout: Buffer, exitCode: number, expected: number): void {
+  if (exitCode !== 0) throw new Error(`exit ${exitCode}`);
+  if (stdout.length !== expected) throw new Error(`${stdout.length} bytes of output, expected ${expected}`);
+}
+
+const ms = (x: number) => `${x.toFixed(2).padStart(7)} ms`;
+
 async function main(): Promise<void> {
-  const stateDir = await fs.mkdtemp(path.join(os.tmpdir(), 'ss-bench-'));
-  const gw = await startGateway({ stateDir });
-  const agent = new Agent({ connections: 4, keepAliveTimeout: 10_000 });
-  const call = async (method: 'GET' | 'POST', p: string, body?: unknown): Promise<string> => {
-    const res = await request(gw.url + p, {
-      method,
-      dispatcher: agent,
-      headers: { authorization: `Bearer ${gw.token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-      body: body ? JSON.stringify(body) : undefined,
-      signal: AbortSignal.timeout(30_000),
-    });
-    const text = await res.body.text();
-    if (res.statusCode !== 200 && res.statusCode !== 201) throw new Error(`${method} ${p}: ${res.statusCode} ${text}`);
-    return text;
-  };
+  const root = await fs.mkdtemp(path.join(os.tmpdir(), 'ss-bench-gateway-'));
+  const clients: GatewayClient[] = [];
+  const sockets: SessionConnection[] = [];
   try {
-    const run = JSON.parse(
-      await call('POST', '/local/v1/namespaces/default/runs', {
-        apiVersion: 'kruntimes.io/v1alpha1',
-        kind: 'Run',
-        metadata: { name: 'bench' },
-        spec: { runtime: 'process', mode: { session: {} } },
-      }),
-    ) as { metadata: { name: string } };
-    let P = '';
-    for (let i = 0; i < 200 && !P; i++) {
-      const cur = JSON.parse(await call('GET', `/local/v1/namespaces/default/runs/${run.metadata.name}`)) as { status?: { phase?: string; endpoint?: { url: string } } };
-      if (cur.status?.phase === 'Ready' && cur.status.endpoint) P = new URL(cur.status.endpoint.url).pathname;
-      else await new Promise((r) => setTimeout(r, 25));
+    const eraC = await startDaemon('era-c', root);
+    const eraD = await startDaemon('era-d', root);
+    const client = (d: Daemon) => {
+      const c = new GatewayClient({ endpoint: { url: d.endpointUrl }, token: d.token });
+      clients.push(c);
+      return c;
+    };
+    const cClient = client(eraC);
+    const dClient = client(eraD);
+    // The first operation call learns each daemon's era; check the bench measures what it says.
+    await cClient.runCommand({ argv: ['true'] });
+    await dClient.runCommand({ argv: ['true'] });
+    if (cClient.era !== undefined && cClient.era !== 'C') throw new Error(`the era-c daemon was taken for era ${cClient.era}`);
+    if (dClient.era !== 'D') throw new Error(`the era-d daemon was taken for era ${dClient.era ?? '?'}`);
+
+    const perCallerConcurrent = Math.max(10, Math.floor(ITER / CALLERS));
+    console.log(
+      `local gateway bench — ${ITER} sequential calls per case, ${CALLERS} concurrent callers × ${perCallerConcurrent}; ` +
+        `median / p95 per call (node ${process.version}, ${os.cpus().length} CPUs, ${os.platform()} ${os.release()})`,
+    );
+    for (const kase of CASES) {
+      const viaClient = (c: GatewayClient): Call => async () => {
+        const out = await c.runCommand(kase.command);
+        checkOutput(out.stdout, out.exitCode, kase.expectedStdout);
+      };
+      const viaOwnSocket = (): Call => {
+        const socket = new SessionConnection({ endpointUrl: eraD.endpointUrl, token: eraD.token });
+        sockets.push(socket);
+        return async () => {
+          let stdout = 0;
+          let exitCode: number | undefined;
+          for await (const event of socket.operate({ command: kase.command })) {
+            if (event.type === 'output' && event.output.data) stdout += Buffer.from(event.output.data, 'base64').length;
+            if (event.type === 'completed') exitCode = event.completed.command?.exitCode;
+          }
+          checkOutput(Buffer.alloc(stdout), exitCode ?? -1, kase.expectedStdout);
+        };
+      };
+      const bare: Call = () => spawnCommand(kase.spawnArgs[0], kase.spawnArgs[1], kase.expectedStdout);
+
+      const seq = {
+        spawn: await measure(1, ITER, () => bare),
+        c: await measure(1, ITER, () => viaClient(cClient)),
+        d: await measure(1, ITER, () => viaClient(dClient)),
+      };
+      const con = {
+        spawn: await measure(CALLERS, perCallerConcurrent, () => bare),
+        c: await measure(CALLERS, perCallerConcurrent, () => viaClient(client(eraC))),
+        dShared: await measure(CALLERS, perCallerConcurrent, () => viaClient(client(eraD))),
+        dOwn: await measure(CALLERS, perCallerConcurrent, () => viaOwnSocket()),
+      };
+      const row = (label: string, s: Stats, base: Stats, extra = ''): string =>
+        `  ${label.padEnd(40)} median ${ms(s.median)}  p95 ${ms(s.p95)}  ${(s.calls / (s.wallMs / 1000)).toFixed(0).padStart(5)} calls/s  ` +
+        `×${(s.median / base.median).toFixed(1).padStart(5)} spawn${extra}`;
+      console.log(`\n${kase.name}, sequential`);
+      console.log(row('spawn (baseline)', seq.spawn, seq.spawn));
+      console.log(row('era C  operations:execute', seq.c, seq.spawn));
+      console.log(row('era D  operations:ws', seq.d, seq.spawn, `  ×${(seq.d.median / seq.c.median).toFixed(2)} era C`));
+      console.log(`${kase.name}, ${CALLERS} callers at once`);
+      console.log(row('spawn (baseline)', con.spawn, con.spawn));
+      console.log(row('era C  operations:execute', con.c, con.spawn));
+      console.log(row('era D  operations:ws, one shared socket', con.dShared, con.spawn, `  ×${(con.dShared.median / con.c.median).toFixed(2)} era C`));
+      console.log(row(`era D  operations:ws, ${CALLERS} sockets`, con.dOwn, con.spawn, `  ×${(con.dOwn.median / con.c.median).toFixed(2)} era C`));
+      for (const s of sockets.splice(0)) s.close();
     }
-    if (!P) throw new Error('the bench Run did not become Ready');
 
-    const data = randomBytes(FILE_BYTES);
-    const b64 = data.toString('base64');
-    const plain = path.join(stateDir, 'plain.bin');
-
-    const exec = await measure(ITER, async () => {
-      await call('POST', `${P}/operations:execute`, { command: { argv: ['true'] } });
-    });
-    const bare = await measure(ITER, spawnTrue);
     const fileIter = Math.max(10, Math.floor(ITER / 4));
-    const gwWrite = await measure(fileIter, async () => {
-      await call('POST', `${P}/operations:execute`, { writeFile: { path: 'bench.bin', contents: b64 } });
-    });
-    const fsWrite = await measure(fileIter, () => fs.writeFile(plain, data));
-    const gwRead = await measure(fileIter, async () => {
-      const body = JSON.parse(await call('GET', `${P}/files/bench.bin?maxBytes=786000`)) as { contents: string };
-      if (Buffer.from(body.contents, 'base64').length !== FILE_BYTES) throw new Error('short read');
-    });
-    const fsRead = await measure(fileIter, async () => {
+    const data = randomBytes(FILE_BYTES);
+    const plain = path.join(root, 'plain.bin');
+    const fsWrite = await measure(1, fileIter, () => () => fs.writeFile(plain, data));
+    const cWrite = await measure(1, fileIter, () => () => cClient.writeFile('bench.bin', data));
+    const dWrite = await measure(1, fileIter, () => () => dClient.writeFile('bench.bin', data));
+    const fsRead = await measure(1, fileIter, () => async () => {
       if ((await fs.readFile(plain)).length !== FILE_BYTES) throw new Error('short read');
     });
-
-    const row = (name: string, a: { median: number; mean: number }, b: { median: number; mean: number }, baseline: string): string =>
-      `${name.padEnd(32)} ${a.median.toFixed(3).padStart(9)} ms  vs ${baseline.padEnd(26)} ${b.median.toFixed(3).padStart(9)} ms  ratio ${(a.median / b.median).toFixed(1)}x (mean ${(a.mean / b.mean).toFixed(1)}x)`;
-    console.log(`local gateway bench — ${ITER} executes, ${fileIter} file ops of ${FILE_BYTES} bytes, medians (node ${process.version}, ${os.cpus().length} CPUs)`);
-    console.log(row('operations:execute `true`', exec, bare, 'child_process.spawn(true)'));
-    console.log(row('write 700 KB via gateway', gwWrite, fsWrite, 'fs.writeFile'));
-    console.log(row('read 700 KB via gateway', gwRead, fsRead, 'fs.readFile'));
+    const dRead = await measure(1, fileIter, () => async () => {
+      if ((await dClient.read('bench.bin', { maxBytes: 786_000 })).contents.length !== FILE_BYTES) throw new Error('short read');
+    });
+    const frow = (label: string, s: Stats, base: Stats, baseLabel: string): string =>
+      `  ${label.padEnd(40)} median ${ms(s.median)}  p95 ${ms(s.p95)}  ×${(s.median / base.median).toFixed(1).padStart(5)} ${baseLabel}`;
+    console.log(`\nfiles of ${FILE_BYTES} bytes, sequential, ${fileIter} calls each`);
+    console.log(frow('fs.writeFile (baseline)', fsWrite, fsWrite, 'fs.writeFile'));
+    console.log(frow('era C  writeFile (operations:execute)', cWrite, fsWrite, 'fs.writeFile'));
+    console.log(frow('era D  writeFile (operations:ws)', dWrite, fsWrite, 'fs.writeFile'));
+    console.log(frow('fs.readFile (baseline)', fsRead, fsRead, 'fs.readFile'));
+    console.log(frow('read (GET files, both eras)', dRead, fsRead, 'fs.readFile'));
   } finally {
-    await agent.close();
-    await gw.close();
-    await fs.rm(stateDir, { recursive: true, force: true });
+    for (const s of sockets) s.close();
+    await Promise.all(clients.map((c) => c.close()));
+    for (const stateDir of started) await stopGateway({ stateDir });
+    await fs.rm(root, { recursive: true, force: true });
   }
 }
 

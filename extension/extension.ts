@@ -10,13 +10,20 @@ import { registerSessionCommands } from './commands/sessionCommands';
 import { REVISION_SCHEME, RevisionFileSystemProvider } from './fs/revisionFileSystemProvider';
 import { SANDBOX_SCHEME, SandboxFileSystemProvider, sandboxUri } from './fs/sandboxFileSystemProvider';
 import { activeSandboxKey } from './sandboxes/activeSandbox';
+import { SandboxLifecycleNotices } from './sandboxes/lifecycleNotice';
 import { takePendingOpen } from './sandboxes/pendingOpen';
 import { SandboxRegistry } from './sandboxes/registry';
 import { SandboxUsage } from './sandboxes/sandboxUsage';
 import { SandboxPseudoterminal, sandboxTerminalOptions, SandboxTaskTerminal, type TerminalFactoryDeps } from './terminal/sandboxPseudoterminal';
+import { guardHostShells } from './terminal/hostShellGuard';
+import { SandboxTerminalRestore } from './terminal/terminalRestore';
 import { SandboxStatusBar } from './views/statusBar';
 import { SandboxTreeProvider } from './views/sandboxTree';
 import { SessionTreeProvider } from './views/sessionTree';
+import { OperationsTreeProvider } from './views/operationsTree';
+import { SandboxLogChannels } from './views/sandboxLogChannels';
+import { SandboxLogFollows } from './sandboxes/logFollows';
+import { createSandboxResolver, type SandboxTarget } from './sandboxes/sandboxPicker';
 
 /** What the extension exposes to other extensions and to its integration tests. */
 export interface SandboxSessionsApi {
@@ -27,6 +34,14 @@ export interface SandboxSessionsApi {
   sessions: SessionTreeProvider;
   /** What a Sandbox terminal has shown (last 64 KiB), or undefined for other terminals. */
   terminalTranscript(terminal: vscode.Terminal): string | undefined;
+  /** What the Sandbox status bar item shows (undefined while hidden). */
+  statusBarText(): string | undefined;
+  /** The Operations view (the active sandbox's audited operations, newest first). */
+  operations: OperationsTreeProvider;
+  /** What the Sandbox Log channel of a sandbox shows, or undefined before Show Sandbox Log. */
+  sandboxLogText(key: string): string | undefined;
+  /** The width VS Code gave a Sandbox terminal, in columns (undefined before it did, or for other terminals). */
+  terminalColumns(terminal: vscode.Terminal): number | undefined;
 }
 
 export async function activate(context: vscode.ExtensionContext): Promise<SandboxSessionsApi | undefined> {
@@ -50,6 +65,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<Sandbo
   const fileSystem = new SandboxFileSystemProvider(registry);
   const tree = new SandboxTreeProvider(companion, registry);
   const sessions = new SessionTreeProvider(companion);
+  const statusBar = new SandboxStatusBar(registry);
+  const resolveSandbox = createSandboxResolver(companion, registry);
+  const logFollows = new SandboxLogFollows(companion);
+  const operations = new OperationsTreeProvider(logFollows);
+  const logChannels = new SandboxLogChannels(logFollows);
+  const profileTerminals = new WeakSet<vscode.Pseudoterminal>();
   const terminals: TerminalFactoryDeps = {
     globalState: context.globalState,
     onCommandFinished: (key, cwd) => fileSystem.commandRanIn(key, cwd),
@@ -63,17 +84,37 @@ export async function activate(context: vscode.ExtensionContext): Promise<Sandbo
     vscode.window.registerTreeDataProvider('sandboxSessions.sandboxes', tree),
     sessions,
     vscode.window.registerTreeDataProvider('sandboxSessions.sessions', sessions),
-    new SandboxStatusBar(registry),
+    logFollows,
+    operations,
+    logChannels,
+    vscode.window.registerTreeDataProvider('sandboxSessions.operations', operations),
+    vscode.commands.registerCommand('sandboxSessions.showSandboxLog', async (target?: SandboxTarget) => {
+      const sandbox = await resolveSandbox(target ?? activeSandboxKey(), undefined, 'Select a sandbox to show its log');
+      if (sandbox) logChannels.show(sandbox.ref);
+    }),
+    vscode.commands.registerCommand('sandboxSessions.refreshOperations', () => {
+      const key = operations.sandboxKey;
+      operations.retarget(undefined);
+      operations.retarget(key);
+    }),
+    statusBar,
     new SandboxUsage(registry, log),
-    ...registerSandboxCommands({ context, companion, registry, tree, log, terminals }),
-    ...registerSessionCommands({ companion, registry, sessions, log }),
+    ...registerSandboxCommands({ context, companion, registry, tree, log, terminals, finishPendingOpen: () => finishPendingOpen(context, registry, terminals, log) }),
+    ...registerSessionCommands({ companion, registry, sessions, log, storage: context.globalStorageUri }),
     vscode.window.registerTerminalProfileProvider('sandboxSessions.shell', {
       provideTerminalProfile: async () => {
-        const key = activeSandboxKey() ?? (await pickReadySandbox(registry));
+        const key = readySandboxKey(registry) ?? (await pickReadySandbox(registry));
         const connection = key ? registry.connection(key) : undefined;
         if (!connection) throw new Error('Open a Ready sandbox first (Sandbox Sessions: Open Sandbox…).');
-        return new vscode.TerminalProfile(sandboxTerminalOptions(connection, terminals));
+        const options = sandboxTerminalOptions(connection, terminals);
+        profileTerminals.add(options.pty);
+        return new vscode.TerminalProfile(options);
       },
+    }),
+    // VS Code may hide the panel while it waits for a profile's terminal (hideOnStartup), so show it once it opens.
+    vscode.window.onDidOpenTerminal((t) => {
+      const pty = (t.creationOptions as Partial<vscode.ExtensionTerminalOptions>).pty;
+      if (pty && profileTerminals.delete(pty)) t.show();
     }),
     vscode.commands.registerCommand('sandboxSessions.setRepositoryPassword', async () => {
       const password = await vscode.window.showInputBox({ prompt: 'Password of the PostgreSQL session repository', password: true, ignoreFocusOut: true });
@@ -93,10 +134,20 @@ export async function activate(context: vscode.ExtensionContext): Promise<Sandbo
       resolveTask: (task) => resolveSandboxTask(task, registry, terminals),
     }),
   );
+  const terminalRestore = new SandboxTerminalRestore(context.workspaceState, log);
+  context.subscriptions.push(terminalRestore, new SandboxLifecycleNotices(registry, fileSystem));
   // Make sandbox folders of this workspace known to the registry (their phase drives read-only).
-  for (const folder of vscode.workspace.workspaceFolders ?? []) {
-    if (folder.uri.scheme === SANDBOX_SCHEME) void refreshKey(registry, folder.uri.authority);
-  }
+  await Promise.all(
+    (vscode.workspace.workspaceFolders ?? []).filter((f) => f.uri.scheme === SANDBOX_SCHEME).map((f) => refreshKey(registry, f.uri.authority)),
+  );
+  await terminalRestore.restore(registry, terminals);
+  context.subscriptions.push(
+    guardHostShells(() => {
+      const key = readySandboxKey(registry);
+      const connection = key ? registry.connection(key) : undefined;
+      return connection ? vscode.window.createTerminal(sandboxTerminalOptions(connection, terminals)) : undefined;
+    }, log),
+  );
   await finishPendingOpen(context, registry, terminals, log);
   log.info('activated');
   return {
@@ -108,6 +159,13 @@ export async function activate(context: vscode.ExtensionContext): Promise<Sandbo
     terminalTranscript: (terminal) => {
       const options = terminal.creationOptions as Partial<vscode.ExtensionTerminalOptions>;
       return options.pty instanceof SandboxPseudoterminal ? options.pty.transcript : undefined;
+    },
+    statusBarText: () => statusBar.text,
+    operations,
+    sandboxLogText: (key) => logChannels.text(key),
+    terminalColumns: (terminal) => {
+      const options = terminal.creationOptions as Partial<vscode.ExtensionTerminalOptions>;
+      return options.pty instanceof SandboxPseudoterminal ? options.pty.columns : undefined;
     },
   };
 }
@@ -123,8 +181,20 @@ async function refreshKey(registry: SandboxRegistry, key: string): Promise<void>
   if (ref) await registry.refresh(ref).catch(() => undefined);
 }
 
+/** The Ready sandbox a new terminal goes to without asking: the active editor's, else the only one of this window. */
+function readySandboxKey(registry: SandboxRegistry): string | undefined {
+  const active = activeSandboxKey();
+  if (active && registry.summary(active)?.phase === 'Ready') return active;
+  const ready = (vscode.workspace.workspaceFolders ?? []).filter((f) => f.uri.scheme === SANDBOX_SCHEME && registry.summary(f.uri.authority)?.phase === 'Ready');
+  return ready.length === 1 ? ready[0]?.uri.authority : undefined;
+}
+
+/** A Ready sandbox for a new terminal: of this window's folders when it has any, else of all known ones. */
 async function pickReadySandbox(registry: SandboxRegistry): Promise<string | undefined> {
-  const ready = registry.all().filter((s) => s.phase === 'Ready');
+  const folders = new Set((vscode.workspace.workspaceFolders ?? []).filter((f) => f.uri.scheme === SANDBOX_SCHEME).map((f) => f.uri.authority));
+  const known = registry.all().filter((s) => s.phase === 'Ready');
+  const mine = known.filter((s) => folders.has(s.key));
+  const ready = mine.length > 0 ? mine : known;
   if (ready.length === 1) return ready[0]?.key;
   const picked = await vscode.window.showQuickPick(ready.map((s) => ({ label: s.ref.name, description: s.runtime, key: s.key })), {
     placeHolder: 'Sandbox for the terminal',
@@ -162,8 +232,10 @@ async function finishPendingOpen(
   if (!intent) return;
   const uri = sandboxUri(intent.key).toString();
   if (!(vscode.workspace.workspaceFolders ?? []).some((f) => f.uri.toString() === uri)) return;
-  log.info(`finishing the interrupted open of ${intent.key}`);
+  log.info(`finishing the open of ${intent.key}`);
+  // Visibly done: the Explorer shows the folder, selected.
   await vscode.commands.executeCommand('workbench.view.explorer');
+  await vscode.commands.executeCommand('revealInExplorer', sandboxUri(intent.key));
   if (intent.openTerminal) {
     const connection = registry.connection(intent.key);
     if (connection) vscode.window.createTerminal(sandboxTerminalOptions(connection, terminals)).show();

@@ -28,6 +28,7 @@ import {
   SandboxRefSchema,
   SandboxSummarySchema,
 } from './sandboxes';
+import { RunLogQueryFields, SINCE_EXCLUSIVE_MESSAGE, sinceExclusive } from './kruntimes/runtimedLog';
 
 export const COMPANION_PROTOCOL_VERSION = 1;
 
@@ -384,6 +385,29 @@ export const companionMethods = {
       },
     },
   }),
+  'sandboxes/logs': defineMethod('sandboxes/logs', {
+    description:
+      "runtimed's log of the sandbox's Run, read like `kubectl logs`: one JSON line per command output line " +
+      '(`stream` stdout|stderr) and one `stream: "audit"` line per mutation (operation, outcome, exit code, duration; ' +
+      'never command text, stdin or file contents); `tailLines` applies before `sinceTime`/`sinceSeconds`; ' +
+      '`timestamps` prefixes `<RFC3339Nano> `. Without `follow` the result holds the lines. With `follow` (and a ' +
+      '`followId`) every line arrives as a `sandboxes/log` notification carrying that id, and the request answers ' +
+      '(with no lines) once the Run has ended; `$/cancelRequest` stops following. Local sandboxes only for now.',
+    params: RunLogQueryFields.extend({ ref: SandboxRefSchema, followId: z.string().min(1).max(128).optional() })
+      .refine(sinceExclusive, { message: SINCE_EXCLUSIVE_MESSAGE, path: ['sinceSeconds'] })
+      .refine((p) => !p.follow || p.followId !== undefined, { message: 'follow needs a followId (it tags the sandboxes/log notifications)', path: ['followId'] }),
+    result: z.object({ lines: z.array(z.string()) }),
+    example: {
+      params: { ref: { provider: 'local', context: 'local', namespace: 'default', name: 'sbx-7k2p9' }, tailLines: 1 },
+      result: {
+        lines: [
+          '{"run_uid":"0b6f6a8e-2f0e-4c3b-9d51-5d1c7f1e2a10","assigned_pod_uid":"5c1e0f3a-8d7b-4e2a-9f61-2b3c4d5e6f70","run_name":"sbx-7k2p9",' +
+            '"namespace":"default","runtime":"process","pod":"local-process","stream":"audit","message":"session operation completed",' +
+            '"operation":"command","outcome":"failed","exit_code":2,"duration_milliseconds":41}',
+        ],
+      },
+    },
+  }),
   'bundles/pack': defineMethod('bundles/pack', {
     description:
       'Packs a state directory and a workspace into a Session Bundle (Maka bundle v1). The workspace is snapshotted ' +
@@ -690,6 +714,15 @@ export type CompanionMethodName = keyof CompanionMethods;
 export type ParamsOf<M extends CompanionMethodName> = z.infer<CompanionMethods[M]['params']>;
 export type ResultOf<M extends CompanionMethodName> = z.infer<CompanionMethods[M]['result']>;
 
+/** `gateway/changed`: whether a provider's gateway (the local daemon) answers. */
+export const GatewayChangedSchema = z.object({
+  provider: z.enum(['local', 'kruntimes']),
+  reachable: z.boolean(),
+  /** Why it is unreachable, in words. */
+  message: z.string().optional(),
+});
+export type GatewayChanged = z.infer<typeof GatewayChangedSchema>;
+
 export const companionNotifications = {
   'activations/event': defineNotification('activations/event', {
     description: 'One JSONL event of a running activation, as the agent wrote it. Provisional: only the result of `activations/run` says what was committed.',
@@ -707,6 +740,25 @@ export const companionNotifications = {
         workspaceRoot: '/workspace/8d0c/workspace',
       },
     },
+  }),
+  'sandboxes/log': defineNotification('sandboxes/log', {
+    description: 'New lines of a followed sandbox log (`sandboxes/logs` with `follow`), in order, tagged with its `followId`.',
+    params: z.object({ followId: z.string(), lines: z.array(z.string()) }),
+    example: {
+      followId: 'log-1',
+      lines: [
+        '{"run_uid":"0b6f6a8e-2f0e-4c3b-9d51-5d1c7f1e2a10","assigned_pod_uid":"5c1e0f3a-8d7b-4e2a-9f61-2b3c4d5e6f70","run_name":"sbx-7k2p9",' +
+          '"namespace":"default","runtime":"process","pod":"local-process","stream":"stdout","message":"hello","operation":"command",' +
+          '"outcome":"succeeded","exit_code":0,"duration_milliseconds":12}',
+      ],
+    },
+  }),
+  'gateway/changed': defineNotification('gateway/changed', {
+    description:
+      "A provider's gateway stopped answering — the local gateway daemon exited, so its sandboxes are unreachable until " +
+      'it is started again (the next request that needs it starts it) — or answers again.',
+    params: GatewayChangedSchema,
+    example: { provider: 'local', reachable: false, message: 'the local gateway daemon stopped' },
   }),
   'sandboxes/changed': defineNotification('sandboxes/changed', {
     description: 'A sandbox was created, changed phase, or was removed.',

@@ -48,7 +48,32 @@ export function sandboxFolderName(ref: SandboxRef): string {
  * opened through one of these.
  */
 export function sandboxWorkspaceFile(ref: SandboxRef): string {
-  return `${JSON.stringify({ folders: [{ uri: `sandbox://${sandboxKey(ref)}/`, name: sandboxFolderName(ref) }] }, null, 2)}\n`;
+  const file = { folders: [{ uri: `sandbox://${sandboxKey(ref)}/`, name: sandboxFolderName(ref) }], settings: sandboxWindowSettings() };
+  return `${JSON.stringify(file, null, 2)}\n`;
+}
+
+/** The title of the terminal profile the extension contributes (`contributes.terminal.profiles`). */
+export const SANDBOX_TERMINAL_PROFILE = 'Sandbox shell';
+
+/**
+ * Workspace settings of a window whose folders are sandboxes, as a Remote-SSH window's terminals are
+ * remote shells: a new terminal is a Sandbox shell, and a shell of this machine is offered only
+ * under a name that says "host". VS Code does not revive an extension's terminals after a reload
+ * (it fills an empty panel with the default shell instead); `hideOnStartup: whenEmpty` keeps the
+ * panel closed then, and the extension itself reopens its Sandbox terminals. All of these are
+ * window-scoped settings (`restricted`: honoured in a trusted workspace).
+ */
+export function sandboxWindowSettings(): Record<string, unknown> {
+  const hostShell = (shell: string, icon: string) => ({ [`${shell} (host)`]: { path: shell, icon, overrideName: true } });
+  const hidden = (names: string[]) => Object.fromEntries(names.map((n) => [n, null]));
+  return {
+    'terminal.integrated.defaultProfile.linux': SANDBOX_TERMINAL_PROFILE,
+    'terminal.integrated.defaultProfile.osx': SANDBOX_TERMINAL_PROFILE,
+    'terminal.integrated.defaultProfile.windows': SANDBOX_TERMINAL_PROFILE,
+    'terminal.integrated.hideOnStartup': 'whenEmpty',
+    'terminal.integrated.profiles.linux': { ...hidden(['bash', 'sh', 'zsh', 'fish', 'tmux', 'pwsh']), ...hostShell('bash', 'terminal-bash') },
+    'terminal.integrated.profiles.osx': { ...hidden(['bash', 'zsh', 'fish', 'tmux', 'pwsh']), ...hostShell('zsh', 'terminal') },
+  };
 }
 
 function escapeKeyPart(part: string): string {

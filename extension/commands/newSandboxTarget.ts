@@ -7,6 +7,7 @@ import * as vscode from 'vscode';
 import { z } from 'zod';
 import { RunSpecSchema } from '../../protocol/kruntimes/run';
 import { ProviderKindSchema, type ProviderInfo, type ProviderKind } from '../../protocol/sandboxes';
+import { machineSettingLink } from './settingLink';
 
 /** Arguments of `sandboxSessions.newSandbox`; every field is optional and skips its prompt. */
 export const NewSandboxArgsSchema = z.object({
@@ -62,7 +63,8 @@ export class NewSandboxRefusal extends Error {
   }
 }
 
-const KUBECONFIG_SETTINGS = { label: 'Open Settings', command: 'workbench.action.openSettings', args: ['sandboxSessions.kubeconfig'] };
+/** Opens the kubeconfig setting on the Settings tab that has it (Remote in a remote window). */
+const KUBECONFIG_SETTINGS = { label: 'Open Settings', ...machineSettingLink('sandboxSessions.kubeconfig') };
 
 /** The contexts with kubeconfig's current one first (otherwise kubeconfig's order). */
 function orderedContexts(provider: ProviderInfo): ContextInfo[] {

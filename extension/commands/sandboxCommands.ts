@@ -11,6 +11,7 @@ import type { TerminationMode } from '../../protocol/kruntimes/run';
 import { sandboxFolderName, type SandboxSummary } from '../../protocol/sandboxes';
 import { type CompanionClient, CompanionRequestError } from '../companion/companionClient';
 import { sandboxUri } from '../fs/sandboxFileSystemProvider';
+import { closeReportedHere } from '../sandboxes/lifecycleNotice';
 import { recordPendingOpen } from '../sandboxes/pendingOpen';
 import { writeSandboxWorkspaceFile } from '../sandboxes/workspaceFile';
 import { createSandboxResolver, type SandboxTarget } from '../sandboxes/sandboxPicker';
@@ -26,13 +27,33 @@ export interface CommandDeps {
   tree: SandboxTreeProvider;
   log: vscode.LogOutputChannel;
   terminals: TerminalFactoryDeps;
+  /** Finishes a recorded "open sandbox" intent (reveal the folder, open a terminal). */
+  finishPendingOpen(): Promise<void>;
+}
+
+/** Resolves true when `uri` becomes a workspace folder (false after 30 s without it). */
+function folderAdded(uri: vscode.Uri): { promise: Promise<boolean>; dispose(): void } {
+  let done: (added: boolean) => void = () => undefined;
+  const promise = new Promise<boolean>((resolve) => (done = resolve));
+  const sub = vscode.workspace.onDidChangeWorkspaceFolders((e) => {
+    if (e.added.some((f) => f.uri.toString() === uri.toString())) finish(true);
+  });
+  const timer = setTimeout(() => finish(false), 30_000);
+  function finish(added: boolean): void {
+    clearTimeout(timer);
+    sub.dispose();
+    done(added);
+  }
+  return { promise, dispose: () => finish(false) };
 }
 
 type Target = SandboxTarget;
 
+const READ_ONLY_NOW = 'Its files are read-only now; open a new sandbox to keep working.';
+
 export interface OpenOptions {
-  /** Skip the prompt: add to this window's folders, or open a new window. */
-  mode?: 'add' | 'newWindow';
+  /** Skip the prompt: add to this window's folders, open instead of this window's folders, or open a new window. */
+  mode?: 'add' | 'here' | 'newWindow';
   openTerminal?: boolean;
 }
 
@@ -73,23 +94,28 @@ export function registerSandboxCommands(deps: CommandDeps): vscode.Disposable[] 
     }
     let mode = options.mode;
     if (!mode) {
-      const here = folders.length === 0 ? 'Open Here' : 'Add to Workspace';
-      const choice = await vscode.window.showInformationMessage(`Open sandbox ${s.ref.name} as a folder`, here, 'Open in New Window');
+      const choices = folders.length === 0 ? ['Open Here', 'Open in New Window'] : ['Add to Workspace', 'Open Here', 'Open in New Window'];
+      const choice = await vscode.window.showInformationMessage(`Open sandbox ${s.ref.name} as a folder`, ...choices);
       if (!choice) return;
-      mode = choice === 'Open in New Window' ? 'newWindow' : 'add';
+      mode = choice === 'Open in New Window' ? 'newWindow' : choice === 'Open Here' ? 'here' : 'add';
     }
-    if (mode === 'newWindow') {
-      await vscode.commands.executeCommand('vscode.openFolder', await writeSandboxWorkspaceFile(deps.context.globalStorageUri, s.ref), { forceNewWindow: true });
-      return;
-    }
-    // VS Code may restart this extension host now; the next activation finishes the job.
+    // The window that shows the folder finishes the open (reveal it, open a terminal): this one, the
+    // next activation here when VS Code restarts this extension host, or the new window's.
     await recordPendingOpen(deps.context.globalState, { key: s.key, openTerminal: options.openTerminal ?? false });
-    if (folders.length === 0) {
-      await vscode.commands.executeCommand('vscode.openFolder', await writeSandboxWorkspaceFile(deps.context.globalStorageUri, s.ref), { forceNewWindow: false });
+    if (mode === 'newWindow' || mode === 'here' || folders.length === 0) {
+      const file = await writeSandboxWorkspaceFile(deps.context.globalStorageUri, s.ref);
+      await vscode.commands.executeCommand('vscode.openFolder', file, { forceNewWindow: mode === 'newWindow' });
       return;
     }
+    const added = folderAdded(uri);
     const ok = vscode.workspace.updateWorkspaceFolders(folders.length, 0, { uri, name: sandboxFolderName(s.ref) });
-    if (!ok) void vscode.window.showErrorMessage(`VS Code refused to add ${s.ref.name} to the workspace; try Open in New Window.`);
+    if (!ok) {
+      added.dispose();
+      void vscode.window.showErrorMessage(`VS Code refused to add ${s.ref.name} to the workspace; try Open Here or Open in New Window.`);
+      return;
+    }
+    // Without a restart (a workspace that has its first folder already) the open finishes here.
+    if (await added.promise) await deps.finishPendingOpen();
   };
 
   const terminate = async (target: Target, mode: TerminationMode): Promise<SandboxSummary | undefined> => {
@@ -103,6 +129,7 @@ export function registerSandboxCommands(deps: CommandDeps): vscode.Disposable[] 
       );
       if (ok !== 'Cancel Sandbox') return;
     }
+    closeReportedHere(s.key);
     try {
       const { sandbox } = await progress(mode === 'Drain' ? `Closing ${s.ref.name} (Drain)` : `Cancelling ${s.ref.name}`, (report, token) =>
         companion.request('sandboxes/terminate', { ref: s.ref, mode, wait: true }, { token, onProgress: (v) => v.message && report(v.message) }),
@@ -112,14 +139,14 @@ export function registerSandboxCommands(deps: CommandDeps): vscode.Disposable[] 
         const n = sandbox.artifacts?.length ?? 0;
         // The offer does not hold the command: it resolves with the closed sandbox right away.
         if (n > 0) {
-          void vscode.window.showInformationMessage(`${s.ref.name} closed with ${n} artifact(s).`, 'Download Artifacts…').then((action) => {
+          void vscode.window.showInformationMessage(`${s.ref.name} closed with ${n} artifact(s). ${READ_ONLY_NOW}`, 'Download Artifacts…').then((action) => {
             if (action) void vscode.commands.executeCommand('sandboxSessions.downloadArtifacts', sandbox.key);
           });
         } else {
-          void vscode.window.showInformationMessage(`${s.ref.name} closed; it exported no artifacts.`);
+          void vscode.window.showInformationMessage(`${s.ref.name} closed; it exported no artifacts. ${READ_ONLY_NOW}`);
         }
       } else {
-        void vscode.window.showInformationMessage(`${s.ref.name} was cancelled.`);
+        void vscode.window.showInformationMessage(`${s.ref.name} was cancelled. ${READ_ONLY_NOW}`);
       }
       return sandbox;
     } catch (err) {

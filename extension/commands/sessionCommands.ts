@@ -10,7 +10,9 @@ import { SANDBOX_SCHEME } from '../fs/sandboxFileSystemProvider';
 import type { RevisionSummary } from '../../protocol/repository';
 import { type CompanionClient, CompanionRequestError } from '../companion/companionClient';
 import type { SandboxRegistry } from '../sandboxes/registry';
+import { writeRevisionWorkspaceFile } from '../sandboxes/workspaceFile';
 import { createSandboxResolver, type SandboxTarget } from '../sandboxes/sandboxPicker';
+import { formatTime } from '../views/dateText';
 import type { SessionTreeNode, SessionTreeProvider } from '../views/sessionTree';
 import { NewSandboxRefusal, resolveNewSandboxTarget, type NewSandboxArgs } from './newSandboxTarget';
 import type { SandboxCreateSpec } from '../../protocol/sandboxes';
@@ -20,6 +22,8 @@ export interface SessionCommandDeps {
   registry: SandboxRegistry;
   sessions: SessionTreeProvider;
   log: vscode.LogOutputChannel;
+  /** Where the workspace files of read-only revision windows are written (the extension's global storage). */
+  storage: vscode.Uri;
 }
 
 /** A revision: a Sessions view item, or `{sessionId, revision}` from scripts and tests. */
@@ -58,7 +62,7 @@ export function registerSessionCommands(deps: SessionCommandDeps): vscode.Dispos
     if (!sessionId) return undefined;
     const { revisions } = await companion.request('sessions/revisions', { sessionId });
     const revision = await vscode.window.showQuickPick(
-      revisions.map((r: RevisionSummary) => ({ label: r.ref.revision, description: `${r.committedAt}${r.isHead ? ' · head' : ''}` })),
+      revisions.map((r: RevisionSummary) => ({ label: r.ref.revision, description: `${formatTime(r.committedAt)}${r.isHead ? ' · head' : ''}` })),
       { placeHolder: `Revision of ${sessionId}` },
     );
     return revision ? { sessionId, revision: revision.label } : undefined;
@@ -333,25 +337,36 @@ export function registerSessionCommands(deps: SessionCommandDeps): vscode.Dispos
     }
   };
 
-  /** Opens a revision read-only (its workspace/ folder) in a new window. */
-  const browseRevision = async (target: RevisionTarget) => {
+  /**
+   * Opens a revision read-only (its workspace/ folder) in a new window, through a workspace file
+   * that names it `<session> @ <revision> (read-only)`. Resolves to that workspace file.
+   */
+  const browseRevision = async (target: RevisionTarget, options: { open?: boolean } = {}) => {
     const picked = await pickRevision(target);
     if (!picked?.revision) return undefined;
     const uri = revisionUri(picked.sessionId, picked.revision, 'workspace');
-    await vscode.commands.executeCommand('vscode.openFolder', uri, { forceNewWindow: true });
-    return uri;
+    const file = await writeRevisionWorkspaceFile(deps.storage, uri, picked.sessionId, picked.revision);
+    if (options.open !== false) await vscode.commands.executeCommand('vscode.openFolder', file, { forceNewWindow: true });
+    return file;
   };
 
   /**
    * Compares a file with the same path in a retained revision: the file of the active editor
    * (a live sandbox or another revision) on the right, the revision on the left.
    */
-  const compareWithRevision = async (file?: vscode.Uri, against?: { sessionId: string; revision: string }) => {
-    const uri = file ?? vscode.window.activeTextEditor?.document.uri;
+  const compareWithRevision = async (target?: vscode.Uri | SessionTreeNode, against?: { sessionId: string; revision: string }) => {
+    // From a revision's context menu the argument is that revision: the active editor's file is compared with it.
+    const node = target && !(target instanceof vscode.Uri) && target.kind === 'revision' ? target : undefined;
+    const uri = target instanceof vscode.Uri ? target : vscode.window.activeTextEditor?.document.uri;
     if (!uri || (uri.scheme !== SANDBOX_SCHEME && uri.scheme !== REVISION_SCHEME)) {
-      void vscode.window.showInformationMessage('Open a file of a sandbox or a revision first.');
+      void vscode.window.showInformationMessage(
+        node
+          ? `Open a file of a sandbox or a revision, then choose Compare with Revision… on ${node.revision.ref.sessionId}@${node.revision.ref.revision} again.`
+          : 'Open a file of a sandbox or a revision first.',
+      );
       return undefined;
     }
+    if (node) against = { sessionId: node.revision.ref.sessionId, revision: node.revision.ref.revision };
     // A sandbox path is a workspace path; a revision path already starts at the payload root.
     const rel = uri.scheme === SANDBOX_SCHEME ? `workspace/${uri.path.replace(/^\/+/, '')}` : uri.path.replace(/^\/+/, '');
     // From the explorer the second argument is the selection (an array): only a {sessionId, revision} counts.

@@ -2,6 +2,9 @@
 // VS Code's FileSystemProvider onto SandboxFiles (one per sandbox), mapping its errors to
 // FileSystemError and batching change events.
 import * as vscode from 'vscode';
+import { parseSandboxKey } from '../../protocol/sandboxes';
+import { CompanionRequestError } from '../companion/companionClient';
+import { closedSandboxText } from '../sandboxes/errorText';
 import type { SandboxRegistry } from '../sandboxes/registry';
 import { type FileChange, FsError, SandboxFiles } from './sandboxFiles';
 
@@ -11,8 +14,17 @@ export function sandboxUri(key: string, path = ''): vscode.Uri {
   return vscode.Uri.from({ scheme: SANDBOX_SCHEME, authority: key, path: `/${path.replace(/^\/+/, '')}` });
 }
 
-function toFileSystemError(err: unknown, uri: vscode.Uri): Error {
-  if (!(err instanceof FsError)) return err instanceof Error ? err : new Error(String(err));
+/**
+ * Every failure reaches VS Code as a FileSystemError with a sentence (VS Code shows any other
+ * error as `<class name>: <message>`). A sandbox that is closing, closed or deleted says so, and
+ * what to do, instead of the gateway's or companion server's words.
+ */
+function toFileSystemError(err: unknown, uri: vscode.Uri, ended: string | undefined): Error {
+  if (ended !== undefined) {
+    // Reads of an ended sandbox are "unavailable"; changes are refused like any read-only file's.
+    return err instanceof FsError && err.kind === 'NoPermissions' ? vscode.FileSystemError.NoPermissions(ended) : vscode.FileSystemError.Unavailable(ended);
+  }
+  if (!(err instanceof FsError)) return vscode.FileSystemError.Unavailable(err instanceof Error ? err.message : String(err));
   switch (err.kind) {
     case 'FileNotFound':
       return vscode.FileSystemError.FileNotFound(uri);
@@ -51,9 +63,9 @@ export class SandboxFileSystemProvider implements vscode.FileSystemProvider, vsc
     return f;
   }
 
-  /** Tells the file system a terminal command finished in `cwd` of sandbox `key`. */
-  commandRanIn(key: string, cwd: string): void {
-    this.files.get(key)?.commandRanIn(cwd);
+  /** Tells the file system a terminal command finished in `cwd` of sandbox `key`; resolves once its changes are announced. */
+  commandRanIn(key: string, cwd: string): Promise<void> {
+    return this.files.get(key)?.commandRanIn(cwd) ?? Promise.resolve();
   }
 
   private queue(key: string, changes: FileChange[]): void {
@@ -75,8 +87,28 @@ export class SandboxFileSystemProvider implements vscode.FileSystemProvider, vsc
     try {
       return await fn(this.filesOf(uri.authority), uri.path);
     } catch (err) {
-      throw toFileSystemError(err, uri);
+      throw toFileSystemError(err, uri, await this.endedText(uri.authority, err));
     }
+  }
+
+  /** Why a failed call failed when the sandbox has ended (asking the server when the window does not know yet). */
+  private async endedText(key: string, err: unknown): Promise<string | undefined> {
+    const ref = parseSandboxKey(key);
+    if (!ref) return undefined;
+    if (err instanceof CompanionRequestError && (err.code === 'not_ready' || err.code === 'not_found') && !this.registry.lifecycle(key)) {
+      await this.registry.refresh(ref).catch(() => undefined);
+    }
+    const ended = this.registry.lifecycle(key);
+    return ended === undefined ? undefined : closedSandboxText(ref.name, ended);
+  }
+
+  /**
+   * After a sandbox closed or was deleted: its open files change (so VS Code stats them again and
+   * turns their editors read-only), and so does its root (so the Explorer asks again).
+   */
+  sandboxEnded(key: string): void {
+    const open = vscode.workspace.textDocuments.filter((d) => d.uri.scheme === SANDBOX_SCHEME && d.uri.authority === key);
+    this.emitter.fire([{ type: vscode.FileChangeType.Changed, uri: sandboxUri(key) }, ...open.map((d) => ({ type: vscode.FileChangeType.Changed, uri: d.uri }))]);
   }
 
   watch(): vscode.Disposable {

@@ -10,7 +10,7 @@ import { GatewayLimits } from '../../protocol/kruntimes/gateway';
 import type { GatewayClient } from '../../protocol/kruntimes/gatewayClient';
 import { GatewayError, GatewayTransportError } from '../../protocol/kruntimes/gatewayErrors';
 import type { SandboxConnection } from '../sandboxes/connection';
-import { describeGatewayFailure } from '../sandboxes/errorText';
+import { describeGatewayFailure, neverSent } from '../sandboxes/errorText';
 
 export type FsErrorKind = 'FileNotFound' | 'FileExists' | 'FileNotADirectory' | 'FileIsADirectory' | 'NoPermissions' | 'Unavailable';
 
@@ -57,11 +57,19 @@ export interface FilesCounters {
   mutations: number;
 }
 
+/** At most this many listed folders are listed again after a command. */
+const MAX_FOLDERS_RECHECKED = 64;
+
 const READ_ONLY_PHASES = new Set(['Finalizing', 'Succeeded', 'Failed', 'Timeout', 'Cancelled']);
 
 export class SandboxFiles {
   readonly counters: FilesCounters = { listPages: 0, reads: 0, mutations: 0 };
   private readonly listings = new Map<string, Listing>();
+  /**
+   * The entries last seen in each folder this window listed (kept after the listing's TTL), to
+   * tell what a command created or deleted there.
+   */
+  private readonly known = new Map<string, Map<string, FileEntry>>();
   private readonly missingDirs = new Map<string, number>();
   private readonly inflight = new Map<string, Promise<Listing>>();
   private readonly times = new Map<string, { mtime: number; ctime: number; size: number }>();
@@ -107,7 +115,7 @@ export class SandboxFiles {
     const client = await this.client();
     if (info.size <= GatewayLimits.maxReadBytes) {
       this.counters.reads += 1;
-      const r = await this.call(() => client.read(p, { maxBytes: GatewayLimits.maxReadBytes }), p);
+      const r = await this.call((c) => c.read(p, { maxBytes: GatewayLimits.maxReadBytes }), p);
       if (!r.truncated) return r.contents;
     }
     return this.readChunked(client, p, info.size);
@@ -122,12 +130,12 @@ export class SandboxFiles {
       this.counters.reads += 1;
       let chunk: Buffer;
       if (ranged) {
-        chunk = (await this.call(() => client.read(p, { maxBytes: length, offset, length }), p)).contents;
+        chunk = (await this.call((c) => c.read(p, { maxBytes: length, offset, length }), p)).contents;
       } else {
         const block = 4096;
         const out = await this.call(
-          () =>
-            client.runCommand({
+          (c) =>
+            c.runCommand({
               argv: ['dd', `if=${p}`, `bs=${block}`, `skip=${offset / block}`, `count=${Math.ceil(length / block)}`, 'status=none'],
             }),
           p,
@@ -159,7 +167,7 @@ export class SandboxFiles {
     const client = await this.client();
     if (data.byteLength <= GatewayLimits.maxWriteBytes) {
       this.counters.mutations += 1;
-      await this.call(() => client.writeFile(p, data, { createParents: false }), p);
+      await this.call((c) => c.writeFile(p, data, { createParents: false }), p);
     } else {
       await this.writeChunked(client, p, data);
     }
@@ -177,7 +185,7 @@ export class SandboxFiles {
       for (let offset = 0, i = 0; offset < data.byteLength; offset += chunk, i++) {
         const name = partName(i);
         this.counters.mutations += 1;
-        await this.call(() => client.writeFile(name, data.subarray(offset, offset + chunk), { createParents: false }), p);
+        await this.call((c) => c.writeFile(name, data.subarray(offset, offset + chunk), { createParents: false }), p);
         parts.push(name);
       }
       const digest = createHash('sha256').update(data).digest('hex');
@@ -188,7 +196,7 @@ export class SandboxFiles {
         'if [ "$got" != "$want" ]; then rm -f -- "$tmp"; echo "checksum mismatch" >&2; exit 3; fi; ' +
         'mv -f -- "$tmp" "$dest"; rm -f -- "$@"';
       this.counters.mutations += 1;
-      const out = await this.call(() => client.runCommand({ argv: ['sh', '-c', script, 'sh', p, tmp, digest, ...parts] }), p);
+      const out = await this.call((c) => c.runCommand({ argv: ['sh', '-c', script, 'sh', p, tmp, digest, ...parts] }), p);
       if (out.exitCode !== 0) {
         throw new FsError(
           'Unavailable',
@@ -207,10 +215,10 @@ export class SandboxFiles {
     this.assertWritable(p);
     if (await this.statOrUndefined(p)) throw new FsError('FileExists', `${p} already exists`);
     await this.requireDirectory(parentOf(p));
-    const client = await this.client();
     this.counters.mutations += 1;
-    await this.call(() => client.createDirectory(p), p);
+    await this.call((c) => c.createDirectory(p), p);
     this.invalidateListing(parentOf(p));
+    this.known.get(parentOf(p))?.set(path.basename(p), { path: path.basename(p), directory: true });
     this.emit([{ type: 'created', path: p }]);
   }
 
@@ -221,10 +229,9 @@ export class SandboxFiles {
     if (info.type === 'directory' && !options.recursive && (await this.readDirectory(p)).length > 0) {
       throw new FsError('NoPermissions', `${p} is a directory that is not empty`);
     }
-    const client = await this.client();
     this.counters.mutations += 1;
     // kruntimes refuses any directory without recursive=true, even an empty one (checked above).
-    await this.call(() => client.deleteFile(p, { recursive: info.type === 'directory' }), p);
+    await this.call((c) => c.deleteFile(p, { recursive: info.type === 'directory' }), p);
     this.forget(p);
     this.emit([{ type: 'deleted', path: p }]);
   }
@@ -237,11 +244,12 @@ export class SandboxFiles {
     const target = await this.statOrUndefined(to);
     if (target && !options.overwrite) throw new FsError('FileExists', `${to} already exists`);
     await this.requireDirectory(parentOf(to));
-    const client = await this.client();
     this.counters.mutations += 1;
-    await this.call(() => client.renameFile(from, to, { overwrite: options.overwrite }), to);
+    await this.call((c) => c.renameFile(from, to, { overwrite: options.overwrite }), to);
+    const moved = this.known.get(parentOf(from))?.get(path.basename(from));
     this.forget(from);
     this.invalidateListing(parentOf(to));
+    if (moved) this.known.get(parentOf(to))?.set(path.basename(to), { ...moved, path: path.basename(to) });
     this.bump(to);
     this.emit([
       { type: 'deleted', path: from },
@@ -250,22 +258,51 @@ export class SandboxFiles {
   }
 
   /**
-   * After a command ran in `dir`: drop cached listings under it, move the mtimes of files known
-   * there forward (so open editors re-read them) and announce the directories as changed.
+   * After a command ran in `dir`: what it may have changed is announced as VS Code needs it — the
+   * Explorer adds a row only for a `created` event and drops one only for `deleted` (a `changed`
+   * folder is not re-read), and an open editor re-reads its file on `changed`. So the folders this
+   * window has listed that the command may have touched (the workspace root, `dir`, the folders
+   * on the way and below it) are listed again and compared with what was known: new entries are
+   * `created`, vanished ones `deleted`, files `changed` (with a later mtime: contents may differ
+   * at the same size). Resolves when the events are out.
    */
-  commandRanIn(dir: string): void {
+  async commandRanIn(dir: string): Promise<void> {
     dir = normalize(dir);
+    this.missingDirs.clear();
+    const affected = [...this.known.keys()]
+      .filter((d) => d === '' || isUnder(d, dir) || isUnder(dir, d))
+      .sort((a, b) => depth(a) - depth(b) || a.localeCompare(b))
+      .slice(0, MAX_FOLDERS_RECHECKED);
     const changes: FileChange[] = [];
-    for (const key of [...this.listings.keys()]) {
-      if (isUnder(key, dir)) {
-        this.listings.delete(key);
-        changes.push({ type: 'changed', path: key });
+    for (const d of affected) {
+      const before = this.known.get(d);
+      if (!before) continue; // dropped meanwhile (its parent was deleted below)
+      this.listings.delete(d);
+      let after: Map<string, FileEntry>;
+      try {
+        after = (await this.listing(d)).entries;
+      } catch (err) {
+        if (err instanceof FsError && err.kind === 'FileNotFound') this.forgetKnown(d);
+        continue; // its parent's comparison reports it gone; an unreachable sandbox reports nothing
+      }
+      for (const [name, entry] of after) {
+        const p = d === '' ? name : `${d}/${name}`;
+        const was = before.get(name);
+        if (!was || Boolean(was.directory) !== Boolean(entry.directory)) changes.push({ type: 'created', path: p });
+        else if (!entry.directory) {
+          this.bump(p);
+          changes.push({ type: 'changed', path: p });
+        }
+      }
+      for (const name of before.keys()) {
+        if (after.has(name)) continue;
+        const p = d === '' ? name : `${d}/${name}`;
+        this.forgetKnown(p);
+        for (const key of [...this.times.keys()]) if (isUnder(key, p)) this.times.delete(key);
+        changes.push({ type: 'deleted', path: p });
       }
     }
-    this.missingDirs.clear();
-    for (const key of this.times.keys()) if (isUnder(key, dir)) this.bump(key);
-    if (changes.length === 0) changes.push({ type: 'changed', path: dir });
-    this.emit(changes);
+    if (changes.length > 0) this.emit(changes);
   }
 
   // ---- plumbing ------------------------------------------------------------------------------
@@ -293,7 +330,8 @@ export class SandboxFiles {
 
   private async listing(dir: string): Promise<Listing> {
     const cached = this.listings.get(dir);
-    if (cached && Date.now() - cached.at < this.ttl) return cached;
+    // A closed sandbox's files no longer change (nor can they be listed): the last listing stands.
+    if (cached && (Date.now() - cached.at < this.ttl || this.readonly())) return cached;
     const missingAt = this.missingDirs.get(dir);
     if (missingAt !== undefined && Date.now() - missingAt < this.ttl) {
       throw new FsError('FileNotFound', `${dir} does not exist in ${this.connection.label}`);
@@ -315,13 +353,12 @@ export class SandboxFiles {
   }
 
   private async loadListing(dir: string): Promise<Listing> {
-    const client = await this.client();
     const entries = new Map<string, FileEntry>();
     let pageToken = '';
     try {
       do {
         this.counters.listPages += 1;
-        const page = await this.call(() => client.listPage({ path: dir, limit: GatewayLimits.listMaxLimit, pageToken }), dir || '/');
+        const page = await this.call((c) => c.listPage({ path: dir, limit: GatewayLimits.listMaxLimit, pageToken }), dir || '/');
         for (const e of page.entries) entries.set(e.path, e);
         pageToken = page.nextPageToken;
       } while (pageToken !== '');
@@ -331,6 +368,7 @@ export class SandboxFiles {
     }
     const listing = { entries, at: Date.now() };
     this.listings.set(dir, listing);
+    this.known.set(dir, new Map(entries));
     this.missingDirs.delete(dir);
     for (const e of entries.values()) this.observe(dir === '' ? e.path : `${dir}/${e.path}`, e);
     return listing;
@@ -371,8 +409,9 @@ export class SandboxFiles {
   }
 
   private recordWrite(p: string, size: number, type: 'created' | 'changed'): void {
-    const listing = this.listings.get(parentOf(p));
-    if (listing) listing.entries.set(path.basename(p), { path: path.basename(p), directory: false, sizeBytes: size });
+    const entry = { path: path.basename(p), directory: false, sizeBytes: size };
+    this.listings.get(parentOf(p))?.entries.set(entry.path, entry);
+    this.known.get(parentOf(p))?.set(entry.path, entry);
     const t = this.times.get(p);
     if (t) {
       t.mtime = this.now(t.mtime);
@@ -386,8 +425,15 @@ export class SandboxFiles {
 
   private forget(p: string): void {
     this.invalidateListing(parentOf(p));
+    this.forgetKnown(p);
     for (const key of [...this.listings.keys()]) if (isUnder(key, p)) this.listings.delete(key);
     for (const key of [...this.times.keys()]) if (isUnder(key, p)) this.times.delete(key);
+  }
+
+  /** Drops `p` from its parent's known entries, and what is known of folders under it. */
+  private forgetKnown(p: string): void {
+    this.known.get(parentOf(p))?.delete(path.basename(p));
+    for (const key of [...this.known.keys()]) if (isUnder(key, p) && p !== '') this.known.delete(key);
   }
 
   private invalidateListing(dir: string): void {
@@ -415,10 +461,20 @@ export class SandboxFiles {
     for (const l of this.listeners) l(changes);
   }
 
-  /** Runs a gateway call and maps its failure to an FsError. */
-  private async call<T>(fn: () => Promise<T>, p: string): Promise<T> {
+  /**
+   * Runs a gateway call with the sandbox's client and maps its failure to an FsError. A call the
+   * gateway never received (it did not answer: the local daemon stopped, or the endpoint moved) is
+   * sent once more over a new connection — the companion server starts the daemon on the way.
+   */
+  private async call<T>(fn: (client: GatewayClient) => Promise<T>, p: string): Promise<T> {
     try {
-      return await fn();
+      try {
+        return await fn(await this.client());
+      } catch (err) {
+        if (!neverSent(err)) throw err;
+        this.connection.invalidate();
+        return await fn(await this.client());
+      }
     } catch (err) {
       throw this.mapError(err, p);
     }
@@ -453,6 +509,10 @@ function normalize(p: string): string {
 function parentOf(p: string): string {
   const d = path.dirname(p);
   return d === '.' ? '' : d;
+}
+
+function depth(p: string): number {
+  return p === '' ? 0 : p.split('/').length;
 }
 
 function isUnder(p: string, dir: string): boolean {

@@ -1,6 +1,19 @@
 // Turns gateway failures into sentences a person can act on (shared by the terminal, the file
 // system and commands), instead of raw HTTP statuses.
 import { GatewayError, GatewayProtocolError, GatewayTransportError, GatewayUsageError } from '../../protocol/kruntimes/gatewayErrors';
+import type { RunPhase } from '../../protocol/kruntimes/run';
+
+/** Phases in which a sandbox accepts no changes: closing (Drain) or ended. */
+export const CLOSED_PHASES: ReadonlySet<string> = new Set<RunPhase>(['Finalizing', 'Succeeded', 'Failed', 'Timeout', 'Cancelled']);
+
+/** Why a closing, closed or deleted sandbox refuses work, and what a person can do instead. */
+export function closedSandboxText(sandbox: string, phase: RunPhase | 'Deleted'): string {
+  if (phase === 'Deleted') return `${sandbox} was deleted: its files and terminal are gone. Remove its folder from the workspace, or open a new sandbox.`;
+  if (phase === 'Finalizing') {
+    return `${sandbox} is closing (Drain): it finishes accepted work and accepts nothing new, so its files are read-only. Download its artifacts once it has closed, or open a new sandbox to keep working.`;
+  }
+  return `${sandbox} is closed (${phase}): its files are read-only and it runs no commands. Download its artifacts, or open a new sandbox (or a saved session revision in one) to keep working.`;
+}
 
 export function describeGatewayFailure(err: unknown, sandbox: string): string {
   if (err instanceof GatewayError) {
@@ -24,10 +37,22 @@ export function describeGatewayFailure(err: unknown, sandbox: string): string {
     return `${sandbox} answered HTTP ${err.status}: ${m}`;
   }
   if (err instanceof GatewayTransportError) {
-    return err.outcomeUnknown
-      ? `The connection to ${sandbox} broke; the operation may or may not have run. ${err.message}`
-      : `Cannot reach ${sandbox}'s gateway: ${err.message}`;
+    if (err.outcomeUnknown) return `The connection to ${sandbox} broke; the operation may or may not have run. ${err.message}`;
+    // Nothing was sent: say what happened in words, not the gateway's internal address.
+    const code = (err.cause as { code?: unknown } | undefined)?.code;
+    const why = code === 'ECONNREFUSED' ? 'nothing answers at its address (the gateway stopped)' : typeof code === 'string' ? `the connection failed (${code})` : 'the connection failed';
+    return `Cannot reach ${sandbox}: ${why}. The next command or file operation connects again.`;
   }
   if (err instanceof GatewayProtocolError || err instanceof GatewayUsageError) return err.message;
+  return err instanceof Error ? err.message : String(err);
+}
+
+/** A failure before anything reached the gateway (it did not answer): safe to send again. */
+export function neverSent(err: unknown): boolean {
+  return err instanceof GatewayTransportError && !err.outcomeUnknown;
+}
+
+/** An error's message for a person (companion errors already carry words, not class names). */
+export function messageOf(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }

@@ -5,9 +5,11 @@ import * as vscode from 'vscode';
 import { GatewayClient } from '../../protocol/kruntimes/gatewayClient';
 import type { GatewayCapabilities } from '../../protocol/kruntimes/gateway';
 import type { RunPhase } from '../../protocol/kruntimes/run';
-import { parseSandboxKey, SandboxChangedSchema, type SandboxRef, type SandboxSummary } from '../../protocol/sandboxes';
-import type { CompanionClient } from '../companion/companionClient';
+import { parseSandboxKey, SandboxChangedSchema, sandboxKey, type SandboxRef, type SandboxSummary } from '../../protocol/sandboxes';
+import { type CompanionClient, CompanionRequestError } from '../companion/companionClient';
+import { GatewayChangedSchema } from '../../protocol/companion';
 import type { SandboxConnection } from './connection';
+import { CLOSED_PHASES } from './errorText';
 
 class RegistryConnection implements SandboxConnection {
   private current: Promise<{ client: GatewayClient; capabilities: GatewayCapabilities | undefined }> | undefined;
@@ -78,6 +80,9 @@ export class SandboxRegistry implements vscode.Disposable {
   private readonly changed = new vscode.EventEmitter<SandboxSummary | undefined>();
   private readonly useChanged = new vscode.EventEmitter<string>();
   private readonly holds = new Map<string, number>();
+  private readonly deleted = new Set<string>();
+  /** Providers whose gateway stopped answering (the local daemon exited), with why. */
+  private readonly gatewaysDown = new Map<SandboxRef['provider'], string>();
   private readonly subscriptions: vscode.Disposable[] = [];
   /** Fires with the changed sandbox, or undefined when many may have changed. */
   readonly onDidChange = this.changed.event;
@@ -90,16 +95,58 @@ export class SandboxRegistry implements vscode.Disposable {
         const parsed = SandboxChangedSchema.safeParse(raw);
         if (!parsed.success) return;
         const { sandbox, removed } = parsed.data;
-        if (removed) this.summaries.delete(sandbox.key);
-        else this.update(sandbox);
+        if (removed) {
+          this.summaries.delete(sandbox.key);
+          this.deleted.add(sandbox.key);
+        } else this.update(sandbox);
         if (removed || sandbox.phase !== 'Ready') this.connections.get(sandbox.key)?.invalidate();
         this.changed.fire(sandbox);
+      }),
+      companion.onNotification('gateway/changed', (raw) => {
+        const parsed = GatewayChangedSchema.safeParse(raw);
+        if (!parsed.success) return;
+        const { provider, reachable, message } = parsed.data;
+        if (reachable) this.gatewaysDown.delete(provider);
+        else {
+          this.gatewaysDown.set(provider, message ?? 'its gateway stopped');
+          // The next use asks the companion server again, which starts the daemon.
+          for (const c of this.connections.values()) if (c.ref.provider === provider) c.invalidate();
+        }
+        this.changed.fire(undefined);
       }),
     );
   }
 
+  /** Why the gateway of a provider does not answer now, or undefined when it does (as far as is known). */
+  gatewayDown(provider: SandboxRef['provider']): string | undefined {
+    return this.gatewaysDown.get(provider);
+  }
+
+  /** Opens the sandbox's connection again: the companion server starts a stopped local gateway on the way. */
+  async reconnect(key: string): Promise<void> {
+    const connection = this.connection(key);
+    if (!connection) return;
+    connection.invalidate();
+    await connection.client();
+  }
+
   update(summary: SandboxSummary): void {
     this.summaries.set(summary.key, summary);
+    this.deleted.delete(summary.key);
+  }
+
+  /** Marks a sandbox the companion server no longer knows (it was deleted) and tells listeners. */
+  markDeleted(ref: SandboxRef, key: string): void {
+    this.summaries.delete(key);
+    this.deleted.add(key);
+    this.changed.fire({ ref, key, runtime: '' });
+  }
+
+  /** A sandbox's end, when it has one: a closing or closed phase, or 'Deleted'. */
+  lifecycle(key: string): RunPhase | 'Deleted' | undefined {
+    if (this.deleted.has(key)) return 'Deleted';
+    const phase = this.summaries.get(key)?.phase;
+    return phase !== undefined && CLOSED_PHASES.has(phase) ? phase : undefined;
   }
 
   summary(key: string): SandboxSummary | undefined {
@@ -171,9 +218,15 @@ export class SandboxRegistry implements vscode.Disposable {
     return sandboxes;
   }
 
-  /** Refreshes one sandbox's summary from the server. */
+  /** Refreshes one sandbox's summary from the server (a sandbox it does not know is marked deleted). */
   async refresh(ref: SandboxRef): Promise<SandboxSummary> {
-    const { sandbox } = await this.companion.request('sandboxes/get', { ref });
+    let sandbox: SandboxSummary;
+    try {
+      ({ sandbox } = await this.companion.request('sandboxes/get', { ref }));
+    } catch (err) {
+      if (err instanceof CompanionRequestError && err.code === 'not_found') this.markDeleted(ref, sandboxKey(ref));
+      throw err;
+    }
     this.update(sandbox);
     this.changed.fire(sandbox);
     return sandbox;

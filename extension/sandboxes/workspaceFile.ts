@@ -2,8 +2,25 @@
 // storage, because a folder opened by URI is named after its path and a sandbox's root path is
 // `/`. The file is rewritten on every open, so it always holds just that sandbox; it is named like
 // the folder because VS Code titles the window after the file (`<name> · <provider> (Workspace)`).
+// A revision opened read-only gets one too, named after its session and revision.
 import * as vscode from 'vscode';
 import { type SandboxRef, sandboxFolderName, sandboxKey, sandboxWorkspaceFile } from '../../protocol/sandboxes';
+
+/** The name of a window that shows one retained revision read-only: `<session> @ <revision> (read-only)`. */
+export function revisionFolderName(sessionId: string, revision: string): string {
+  return `${sessionId} @ ${revision} (read-only)`;
+}
+
+/** A workspace file that opens a revision's folder under {@link revisionFolderName} (its root path says nothing). */
+export async function writeRevisionWorkspaceFile(storage: vscode.Uri, folder: vscode.Uri, sessionId: string, revision: string): Promise<vscode.Uri> {
+  const name = revisionFolderName(sessionId, revision);
+  const dir = vscode.Uri.joinPath(storage, 'workspaces', 'revisions', encodeURIComponent(`${sessionId}@${revision}`));
+  await vscode.workspace.fs.createDirectory(dir);
+  const file = vscode.Uri.joinPath(dir, `${name.replace(/[/\\]/g, '_')}.code-workspace`);
+  const content = { folders: [{ uri: folder.toString(), name }] };
+  await vscode.workspace.fs.writeFile(file, new TextEncoder().encode(`${JSON.stringify(content, null, 2)}\n`));
+  return file;
+}
 
 export async function writeSandboxWorkspaceFile(storage: vscode.Uri, ref: SandboxRef): Promise<vscode.Uri> {
   const dir = vscode.Uri.joinPath(storage, 'workspaces', sandboxKey(ref));

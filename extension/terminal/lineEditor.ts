@@ -1,12 +1,16 @@
 // The Sandbox terminal's line editor. The kruntimes API has no PTY, so the terminal edits one
 // line locally (cursor keys, history, Home/End, paste) and runs it as one command. Pure: it
-// turns keystrokes into screen output and actions, so it is tested without VS Code.
+// turns keystrokes into screen output and actions, so it is tested without VS Code. It knows the
+// terminal's width, so a line longer than one row wraps and is redrawn in place (moving up over
+// its wrapped rows), and typing at the end writes only the new characters.
 
 export type LineEditorAction =
   | { kind: 'submit'; line: string }
   | { kind: 'interrupt' }
   | { kind: 'eof' }
-  | { kind: 'clear' };
+  | { kind: 'clear' }
+  /** Tab: complete `word` (the text before the cursor back to the last unquoted space). */
+  | { kind: 'complete'; word: string };
 
 export interface LineEditorResult {
   /** Bytes to write to the terminal (VT sequences). */
@@ -27,6 +31,26 @@ export function displayWidth(text: string): number {
     width += isWide(cp) ? 2 : 1;
   }
   return width;
+}
+
+/** Display width of one character (0 for control characters and combining marks). */
+function charWidth(ch: string): number {
+  const cp = ch.codePointAt(0) ?? 0;
+  if (cp < 0x20 || (cp >= 0x7f && cp < 0xa0)) return 0;
+  if (cp >= 0x300 && cp <= 0x36f) return 0;
+  return isWide(cp) ? 2 : 1;
+}
+
+/** The visible characters of text that may hold SGR and other CSI sequences (a coloured prompt). */
+function visibleChars(text: string): string[] {
+  // eslint-disable-next-line no-control-regex -- the prompt carries colour sequences
+  return [...text.replace(/\x1b\[[0-9;?]*[ -/]*[@-~]/g, '')];
+}
+
+/** A cell position relative to the first cell of the prompt. */
+interface Cell {
+  row: number;
+  col: number;
 }
 
 function isWide(cp: number): boolean {
@@ -51,16 +75,33 @@ export class LineEditor {
   /** The line being edited before the user walked into history. */
   private draft: string[] = [];
   private prompt = '';
+  private promptChars: string[] = [];
   private readonly pendingPaste: string[] = [];
+  /** The terminal's width in cells (0: unknown, treated as unlimited). */
+  private columns = 0;
+  /** The row the terminal's cursor is on, counted from the prompt's first row. */
+  private cursorRow = 0;
 
   /** Starts a new empty line after `prompt` and returns what to write. */
   begin(prompt: string): string {
     this.prompt = prompt;
+    this.promptChars = visibleChars(prompt);
     this.chars = [];
     this.cursor = 0;
     this.historyIndex = this.history.length;
     this.draft = [];
-    return prompt;
+    const end = this.layout().end;
+    this.cursorRow = end.row;
+    return prompt + (end.pendingWrap ? '\r\n' : '');
+  }
+
+  /**
+   * The terminal's column count (Pseudoterminal.setDimensions). The terminal re-wraps the line
+   * itself on a resize, so only where the cursor now is changes.
+   */
+  setColumns(columns: number): void {
+    this.columns = Number.isInteger(columns) && columns > 0 ? columns : 0;
+    this.cursorRow = this.layout().cursor.row;
   }
 
   get line(): string {
@@ -91,7 +132,7 @@ export class LineEditor {
         case '\n': {
           if (ch === '\n' && data[i - 2] === '\r') break; // CRLF from a paste
           const line = this.line;
-          output += this.moveToEnd() + '\r\n';
+          output += this.toFreshRow();
           this.remember(line);
           actions.push({ kind: 'submit', line });
           // A paste of several lines submits each; the caller re-begins the editor in between.
@@ -133,16 +174,57 @@ export class LineEditor {
           break;
         case '\x0c':
           actions.push({ kind: 'clear' });
+          this.cursorRow = 0;
           output += `${ESC}[2J${ESC}[H` + this.redraw();
           break;
-        case '\t':
-          output += this.insert('  ');
-          break;
+        case '\t': {
+          // Completion needs the sandbox's listing: the caller answers with complete().
+          actions.push({ kind: 'complete', word: this.wordBeforeCursor() });
+          return { output, actions };
+        }
         default:
           if (ch >= ' ' || ch.codePointAt(0)! > 0x7f) output += this.insert(ch);
       }
     }
     return { output, actions };
+  }
+
+  /**
+   * Completes the word before the cursor with one of `candidates` (full words, directories
+   * ending in `/`), if the line is still as it was when `word` was asked for: a single candidate
+   * is inserted (a file followed by a space), several insert their common prefix, and when that
+   * adds nothing they are listed below the line, which is then drawn again.
+   */
+  complete(word: string, candidates: readonly string[]): string {
+    if (this.wordBeforeCursor() !== word) return '';
+    const matches = [...new Set(candidates.filter((c) => c.startsWith(word)))].sort();
+    if (matches.length === 0) return '';
+    if (matches.length === 1) {
+      const only = matches[0] as string;
+      return this.insert(only.slice(word.length) + (only.endsWith('/') ? '' : ' '));
+    }
+    const prefix = commonPrefix(matches);
+    if (prefix.length > word.length) return this.insert(prefix.slice(word.length));
+    const listing = `${this.toFreshRow()}${matches.map((m) => m.slice(m.lastIndexOf('/', m.length - 2) + 1)).join('  ')}\r\n`;
+    const cursor = this.cursor;
+    const begun = this.restart();
+    this.cursor = cursor;
+    return listing + begun + this.redraw();
+  }
+
+  /** The word Tab completes: from the last space before the cursor (not escaped by `\`). */
+  private wordBeforeCursor(): string {
+    const before = this.chars.slice(0, this.cursor).join('');
+    const m = /(?:\\ |[^\s])*$/.exec(before);
+    return m ? m[0] : '';
+  }
+
+  /** Draws the prompt again on a fresh row, keeping the line (after a listing). */
+  private restart(): string {
+    const chars = this.chars;
+    const out = this.begin(this.prompt);
+    this.chars = chars;
+    return out;
   }
 
   /** Lines left over from a multi-line paste, to be fed after the current command ends. */
@@ -205,9 +287,15 @@ export class LineEditor {
   private insert(text: string): string {
     // eslint-disable-next-line no-control-regex -- terminal input is control characters
     const added = [...text.replace(/[\x00-\x08\x0b-\x1f\x7f]/g, '')];
+    if (added.length === 0) return '';
+    const atEnd = this.cursor === this.chars.length;
     this.chars.splice(this.cursor, 0, ...added);
     this.cursor += added.length;
-    return this.redraw();
+    if (!atEnd) return this.redraw();
+    // Typing at the end: the terminal wraps the new characters itself; write only them.
+    const end = this.layout().end;
+    this.cursorRow = end.row;
+    return added.join('') + (end.pendingWrap ? '\r\n' : '');
   }
 
   private backspace(): string {
@@ -233,11 +321,62 @@ export class LineEditor {
     return this.redraw();
   }
 
-  /** Rewrites the prompt and line, then puts the cursor where it belongs. */
-  private redraw(): string {
-    const after = displayWidth(this.chars.slice(this.cursor).join(''));
-    return `\r${this.prompt}${this.line}${ESC}[K` + (after > 0 ? `${ESC}[${after}D` : '');
+  /** Moves below the line: to the start of the row after its end. */
+  private toFreshRow(): string {
+    const out = this.moveToEnd();
+    return out + (this.layout().end.pendingWrap ? '' : '\r\n');
   }
+
+  /**
+   * Rewrites the prompt and line from the prompt's first row (moving up over the rows the line
+   * wrapped onto), clears what an older, longer line left below, then puts the cursor where it
+   * belongs.
+   */
+  private redraw(): string {
+    const { end, cursor } = this.layout();
+    let out = (this.cursorRow > 0 ? `${ESC}[${this.cursorRow}A` : '') + `\r${this.prompt}${this.line}`;
+    // At the last column the terminal waits to wrap until the next character: wrap now, so the
+    // cursor is where the arithmetic below says.
+    if (end.pendingWrap) out += '\r\n';
+    out += `${ESC}[J`;
+    if (end.row > cursor.row) out += `${ESC}[${end.row - cursor.row}A`;
+    if (cursor.col !== end.col) out += cursor.col < end.col ? `${ESC}[${end.col - cursor.col}D` : `${ESC}[${cursor.col - end.col}C`;
+    this.cursorRow = cursor.row;
+    return out;
+  }
+
+  /**
+   * Where the line's end and the cursor are, in cells from the prompt's first cell, as the
+   * terminal wraps them: a character that does not fit on a row (a wide one at the last column)
+   * starts the next row. `end.pendingWrap`: the text ends exactly at the last column — the end is
+   * given as the next row's first cell, where the terminal puts the cursor once it wraps.
+   */
+  private layout(): { end: Cell & { pendingWrap: boolean }; cursor: Cell } {
+    const cols = this.columns || Number.MAX_SAFE_INTEGER;
+    let row = 0;
+    let col = 0;
+    let cursor: Cell | undefined;
+    const place = (ch: string, index: number | undefined) => {
+      const w = charWidth(ch);
+      if (w > 0 && col + w > cols) {
+        row += 1;
+        col = 0;
+      }
+      if (index === this.cursor && cursor === undefined) cursor = { row, col };
+      col += w;
+    };
+    for (const ch of this.promptChars) place(ch, undefined);
+    this.chars.forEach((ch, i) => place(ch, i));
+    const pendingWrap = col > 0 && col >= cols;
+    const end = pendingWrap ? { row: row + 1, col: 0, pendingWrap } : { row, col, pendingWrap };
+    return { end, cursor: cursor ?? { row: end.row, col: end.col } };
+  }
+}
+
+function commonPrefix(words: readonly string[]): string {
+  let prefix = words[0] ?? '';
+  for (const w of words) while (!w.startsWith(prefix)) prefix = prefix.slice(0, -1);
+  return prefix;
 }
 
 type EscapeName =

@@ -4,7 +4,8 @@
 import * as vscode from 'vscode';
 import { decodeCommandResult } from '../../protocol/kruntimes/gatewayClient';
 import type { SandboxConnection } from '../sandboxes/connection';
-import { describeGatewayFailure } from '../sandboxes/errorText';
+import { describeGatewayFailure, neverSent } from '../sandboxes/errorText';
+import type { StreamEvent } from '../../protocol/kruntimes/gateway';
 import { exitSummary, TerminalSession } from './terminalSession';
 
 const INTRODUCED_KEY = 'sandboxSessions.terminal.introduced';
@@ -21,8 +22,17 @@ export class SandboxPseudoterminal implements vscode.Pseudoterminal {
   transcript = '';
   /** The sandbox key this terminal runs commands in. */
   readonly key: string;
+  /** The terminal's width in columns, once VS Code has told it. */
+  columns: number | undefined;
 
-  constructor(connection: SandboxConnection, options: { showIntroduction: boolean; cwd?: string; onCommandFinished?: (cwd: string) => void }) {
+  private readonly cwdEmitter = new vscode.EventEmitter<string>();
+  /** Fires with the new working directory after `cd`. */
+  readonly onDidChangeWorkingDirectory = this.cwdEmitter.event;
+
+  constructor(
+    connection: SandboxConnection,
+    options: { showIntroduction: boolean; cwd?: string; banner?: string; onCommandFinished?: (cwd: string) => void },
+  ) {
     this.key = connection.key;
     this.session = new TerminalSession({
       connection,
@@ -32,13 +42,21 @@ export class SandboxPseudoterminal implements vscode.Pseudoterminal {
       },
       close: (code) => this.closeEmitter.fire(code),
       showIntroduction: options.showIntroduction,
+      onDidChangeWorkingDirectory: (cwd) => this.cwdEmitter.fire(cwd),
+      ...(options.banner !== undefined ? { banner: options.banner } : {}),
       ...(options.cwd !== undefined ? { initialCwd: options.cwd } : {}),
       ...(options.onCommandFinished ? { onCommandFinished: options.onCommandFinished } : {}),
     });
   }
 
-  open(): void {
+  open(initialDimensions: vscode.TerminalDimensions | undefined): void {
+    if (initialDimensions) this.setDimensions(initialDimensions);
     this.session.open();
+  }
+
+  setDimensions(dimensions: vscode.TerminalDimensions): void {
+    this.columns = dimensions.columns;
+    this.session.setColumns(dimensions.columns);
   }
 
   close(): void {
@@ -62,12 +80,13 @@ export interface TerminalFactoryDeps {
 }
 
 /** Creates the terminal options for a sandbox; the line-based note shows on first use only. */
-export function sandboxTerminalOptions(connection: SandboxConnection, deps: TerminalFactoryDeps, cwd?: string): vscode.ExtensionTerminalOptions {
+export function sandboxTerminalOptions(connection: SandboxConnection, deps: TerminalFactoryDeps, cwd?: string, banner?: string): vscode.ExtensionTerminalOptions {
   const showIntroduction = !deps.globalState.get<boolean>(INTRODUCED_KEY, false);
   if (showIntroduction) void deps.globalState.update(INTRODUCED_KEY, true);
   const pty = new SandboxPseudoterminal(connection, {
     showIntroduction,
     ...(cwd !== undefined ? { cwd } : {}),
+    ...(banner !== undefined ? { banner } : {}),
     onCommandFinished: (dir) => deps.onCommandFinished(connection.key, dir),
   });
   return { name: `Sandbox: ${connection.label}`, pty, iconPath: new vscode.ThemeIcon('vm') };
@@ -106,9 +125,17 @@ export class SandboxTaskTerminal implements vscode.Pseudoterminal {
     let exitCode = 1;
     const hold = this.connection.hold(); // a running task uses the sandbox like a terminal does
     try {
-      const client = await this.connection.client();
       const command = { shell: this.command, ...(this.cwd ? { workingDirectory: this.cwd } : {}) };
-      for await (const event of client.stream({ command }, { signal: this.controller.signal })) {
+      let events: AsyncGenerator<StreamEvent>;
+      try {
+        events = await this.firstEvent((await this.connection.client()).stream({ command }, { signal: this.controller.signal }));
+      } catch (err) {
+        if (!neverSent(err) || this.controller.signal.aborted) throw err;
+        // Nothing ran (the gateway did not answer): connect again, which starts a stopped local daemon.
+        this.connection.invalidate();
+        events = await this.firstEvent((await this.connection.client()).stream({ command }, { signal: this.controller.signal }));
+      }
+      for await (const event of events) {
         if (event.type === 'output' && event.output.data) write(Buffer.from(event.output.data, 'base64').toString('utf8'));
         if (event.type === 'completed' && event.completed.command) {
           const r = decodeCommandResult(event.completed.command);
@@ -124,5 +151,15 @@ export class SandboxTaskTerminal implements vscode.Pseudoterminal {
       this.onFinished(this.cwd ?? '');
     }
     this.closeEmitter.fire(exitCode);
+  }
+
+  /** Starts the stream (so a refused connection fails here) and gives back all of its events. */
+  private async firstEvent(stream: AsyncGenerator<StreamEvent>): Promise<AsyncGenerator<StreamEvent>> {
+    const first = await stream.next();
+    return (async function* () {
+      if (first.done) return;
+      yield first.value;
+      yield* stream;
+    })();
   }
 }

@@ -7,7 +7,7 @@ import { GatewayError, GatewayTransportError } from '../../protocol/kruntimes/ga
 import { decodeCommandResult } from '../../protocol/kruntimes/gatewayClient';
 import { GrpcCode } from '../../protocol/kruntimes/gateway';
 import type { SandboxConnection } from '../sandboxes/connection';
-import { describeGatewayFailure } from '../sandboxes/errorText';
+import { CLOSED_PHASES, closedSandboxText, describeGatewayFailure, neverSent } from '../sandboxes/errorText';
 import { LineEditor } from './lineEditor';
 
 const DIM = '\x1b[2m';
@@ -27,8 +27,12 @@ export interface TerminalSessionOptions {
   close(exitCode: number): void;
   /** Told after each command, with the working directory it ran in (to refresh file views). */
   onCommandFinished?(cwd: string): void;
+  /** Told when `cd` changed the working directory (so the terminal can be reopened there after a reload). */
+  onDidChangeWorkingDirectory?(cwd: string): void;
   /** Shown once when the terminal opens. */
   showIntroduction: boolean;
+  /** A line shown when the terminal opens (e.g. that it was reopened after a window reload). */
+  banner?: string;
   initialCwd?: string;
 }
 
@@ -86,6 +90,7 @@ export class TerminalSession {
   }
 
   open(): void {
+    if (this.options.banner) this.options.write(`${DIM}${this.options.banner}${RESET}\r\n`);
     if (this.options.showIntroduction) this.options.write(`${DIM}${LINE_BASED_NOTE}${RESET}\r\n`);
     this.prompt();
   }
@@ -93,6 +98,11 @@ export class TerminalSession {
   close(): void {
     this.closed = true;
     this.running?.abort();
+  }
+
+  /** The terminal's width (Pseudoterminal.setDimensions), so long lines wrap and redraw in place. */
+  setColumns(columns: number): void {
+    this.editor.setColumns(columns);
   }
 
   handleInput(data: string): void {
@@ -108,6 +118,7 @@ export class TerminalSession {
       if (action.kind === 'submit') void this.run(action.line);
       else if (action.kind === 'interrupt') this.prompt();
       else if (action.kind === 'eof') this.end(0);
+      else if (action.kind === 'complete') void this.complete(action.word);
     }
   }
 
@@ -152,10 +163,19 @@ export class TerminalSession {
     const controller = new AbortController();
     this.running = controller;
     try {
-      await this.execute(trimmed, controller.signal);
+      try {
+        await this.execute(trimmed, controller.signal);
+      } catch (err) {
+        if (!neverSent(err) || controller.signal.aborted) throw err;
+        // The gateway did not answer, so nothing ran (the local daemon stopped, or the endpoint
+        // moved): connect again — the companion server starts the daemon — and run it once more.
+        this.options.connection.invalidate();
+        this.options.write(`${DIM}Reconnecting to ${this.options.connection.label}…${RESET}\r\n`);
+        await this.execute(trimmed, controller.signal);
+      }
     } catch (err) {
       if (controller.signal.aborted) this.options.write(`${YELLOW}[cancelled]${RESET}\r\n`);
-      else this.options.write(`${RED}${describeGatewayFailure(err, this.options.connection.label)}${RESET}\r\n`);
+      else this.options.write(`${RED}${this.describeFailure(err)}${RESET}\r\n`);
       // A new token or endpoint (the local gateway restarted, a token expired) is fetched on the next command.
       if ((err instanceof GatewayError && err.status === 401) || err instanceof GatewayTransportError) this.options.connection.invalidate();
     } finally {
@@ -164,6 +184,13 @@ export class TerminalSession {
       this.options.onCommandFinished?.(this.cwd);
     }
     this.prompt();
+  }
+
+  /** A failure in words; a sandbox that is closing or closed says so rather than "not ready". */
+  private describeFailure(err: unknown): string {
+    const phase = this.options.connection.phase();
+    if (phase !== undefined && CLOSED_PHASES.has(phase)) return closedSandboxText(this.options.connection.label, phase);
+    return describeGatewayFailure(err, this.options.connection.label);
   }
 
   private async execute(shell: string, signal: AbortSignal): Promise<void> {
@@ -214,6 +241,31 @@ export class TerminalSession {
     this.options.write(exitSummary(result.exitCode, result.timedOut));
   }
 
+  /**
+   * Tab: file names from the sandbox's listing of the word's folder (relative to the working
+   * directory). Nothing visible happens when there is no match or the listing fails.
+   */
+  private async complete(word: string): Promise<void> {
+    const slash = word.lastIndexOf('/');
+    const typedDir = word.slice(0, slash + 1);
+    if (typedDir.startsWith('/')) return; // "/" is the workspace root only in `cd`
+    const dir = path.normalize(path.join(this.cwd || '.', typedDir.replace(/\\ /g, ' '))).replace(/\/+$/, '');
+    if (dir === '..' || dir.startsWith('../')) return;
+    const prefix = word.slice(slash + 1).replace(/\\ /g, ' ');
+    try {
+      const client = await this.options.connection.client();
+      const page = await client.listPage({ path: dir === '.' ? '' : dir, limit: 1000 });
+      const candidates = page.entries
+        .filter((e) => e.path.startsWith(prefix))
+        .map((e) => `${typedDir}${e.path.replace(/ /g, '\\ ')}${e.directory ? '/' : ''}`);
+      if (this.closed || this.running) return;
+      const out = this.editor.complete(word, candidates);
+      if (out) this.options.write(out);
+    } catch {
+      // No listing, no completion: Tab stays silent, as in a shell.
+    }
+  }
+
   /** `cd`: resolved against the working directory, confined to the workspace, checked by a listing. */
   private async changeDirectory(target: string): Promise<void> {
     let next: string;
@@ -247,6 +299,7 @@ export class TerminalSession {
     }
     this.previousCwd = this.cwd;
     this.cwd = next;
+    this.options.onDidChangeWorkingDirectory?.(next);
   }
 }
 

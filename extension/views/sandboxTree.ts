@@ -9,6 +9,11 @@ import type { RunPhase } from '../../protocol/kruntimes/run';
 import type { ProviderInfo, SandboxSummary } from '../../protocol/sandboxes';
 import type { CompanionClient } from '../companion/companionClient';
 import type { SandboxRegistry } from '../sandboxes/registry';
+import { machineSettingLink } from '../commands/settingLink';
+import { formatTimeAndAge } from './dateText';
+
+/** The kubeconfig setting, on the Settings tab that has it (Remote in a remote window). */
+const KUBECONFIG_LINK = machineSettingLink('sandboxSessions.kubeconfig');
 
 type ContextInfo = ProviderInfo['contexts'][number];
 
@@ -77,17 +82,6 @@ export function phaseIcon(phase: RunPhase | undefined): vscode.ThemeIcon {
   return new vscode.ThemeIcon(id, color ? new vscode.ThemeColor(color) : undefined);
 }
 
-function age(iso: string | undefined): string | undefined {
-  if (!iso) return undefined;
-  const ms = Date.now() - Date.parse(iso);
-  if (!Number.isFinite(ms)) return undefined;
-  const m = Math.floor(ms / 60_000);
-  if (m < 1) return 'just now';
-  if (m < 60) return `${m} min ago`;
-  const h = Math.floor(m / 60);
-  return h < 48 ? `${h} h ago` : `${Math.floor(h / 24)} days ago`;
-}
-
 export function sandboxTooltip(s: SandboxSummary): vscode.MarkdownString {
   const md = new vscode.MarkdownString(undefined, true);
   md.appendMarkdown(`**${s.ref.name}** — ${s.phase ?? 'Pending'}\n\n`);
@@ -99,7 +93,7 @@ export function sandboxTooltip(s: SandboxSummary): vscode.MarkdownString {
     ['Idle timeout', s.idleTimeoutSeconds !== undefined ? `${s.idleTimeoutSeconds} s (only commands and changes count as activity)` : undefined],
     ['Total timeout', s.timeout],
     ['Termination', s.terminationMode],
-    ['Created', age(s.createdAt)],
+    ['Created', s.createdAt ? formatTimeAndAge(s.createdAt) : undefined],
     ['Artifacts', s.artifacts?.length ? s.artifacts.map((a) => a.name).join(', ') : undefined],
   ];
   for (const [k, v] of rows) if (v) md.appendMarkdown(`${k}: ${v.replace(/[\\`*_{}[\]()#+\-.!|]/g, '\\$&')}  \n`);
@@ -209,7 +203,7 @@ export class SandboxTreeProvider implements vscode.TreeDataProvider<SandboxTreeN
                 ...(provider.kind === 'kruntimes'
                   ? {
                       tooltip: `${provider.reason ?? 'not available here'}\n\nClick to set sandboxSessions.kubeconfig.`,
-                      command: { command: 'workbench.action.openSettings', title: 'Open Settings', arguments: ['sandboxSessions.kubeconfig'] },
+                      command: { command: KUBECONFIG_LINK.command, title: 'Open Settings', arguments: KUBECONFIG_LINK.args },
                     }
                   : {}),
               },

@@ -3,6 +3,7 @@
 import * as vscode from 'vscode';
 import type { RevisionSummary, SessionSummary } from '../../protocol/repository';
 import type { CompanionClient } from '../companion/companionClient';
+import { formatTime, formatTimeAndAge } from './dateText';
 
 export type SessionTreeNode =
   | { kind: 'repository'; location: string; repositoryKind: 'file' | 'postgres' }
@@ -45,7 +46,7 @@ export class SessionTreeProvider implements vscode.TreeDataProvider<SessionTreeN
         item.id = `session:${s.sessionId}`;
         item.description = `${s.head.revision}${s.forkedFrom ? ` · forked from ${s.forkedFrom.sessionId}@${s.forkedFrom.revision}` : ''}`;
         item.tooltip = new vscode.MarkdownString(
-          `**${s.sessionId}**  \nhead ${s.head.revision}, oldest retained ${s.oldestRetained}  \nagent ${s.agentId}  \nupdated ${s.updatedAt}`,
+          `**${s.sessionId}**  \nhead ${s.head.revision}, oldest retained ${s.oldestRetained}  \nagent ${s.agentId}  \nupdated ${formatTimeAndAge(s.updatedAt)}`,
         );
         item.iconPath = new vscode.ThemeIcon('history');
         item.contextValue = 'session';
@@ -56,11 +57,11 @@ export class SessionTreeProvider implements vscode.TreeDataProvider<SessionTreeN
         const item = new vscode.TreeItem(r.ref.revision, vscode.TreeItemCollapsibleState.None);
         item.id = `revision:${r.ref.sessionId}@${r.ref.revision}`;
         const bundle = r.checkpoint.value.compatibilityBundle;
-        item.description = `${new Date(r.committedAt).toLocaleString()} · ${formatBytes(bundle.bytes)}${r.isHead ? ' · head' : ''}`;
+        item.description = `${formatTime(r.committedAt)} · ${formatBytes(bundle.bytes)}${r.isHead ? ' · head' : ''}`;
         item.tooltip = new vscode.MarkdownString(
           [
             `**${r.ref.sessionId}@${r.ref.revision}**${r.isHead ? ' (head)' : ''}`,
-            `committed ${r.committedAt}`,
+            `committed ${formatTimeAndAge(r.committedAt)}`,
             `bundle ${formatBytes(bundle.bytes)}, \`${bundle.digest}\``,
             r.lastCommittedActivationId ? `last activation ${r.lastCommittedActivationId}` : 'saved from a sandbox (no activation)',
             r.commitId ? `commit id ${r.commitId}` : '',

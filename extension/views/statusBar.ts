@@ -3,6 +3,7 @@
 // session lease (held while windows use it: no countdown, the tooltip says what happens when the
 // last one lets go; kruntimes era-D clusters have leases instead of idle timeouts) and the time
 // left before the total timeout — so a sandbox never stops without warning. Click → its actions.
+// When the local gateway daemon stops, the item says so at once and a click starts it again.
 import * as vscode from 'vscode';
 import { parseGoDuration } from '../../protocol/kruntimes/run';
 import type { SandboxSummary } from '../../protocol/sandboxes';
@@ -10,6 +11,7 @@ import { SANDBOX_SCHEME } from '../fs/sandboxFileSystemProvider';
 import type { SandboxRegistry } from '../sandboxes/registry';
 
 const STATUS_POLL_MS = 15_000;
+const RECONNECT_COMMAND = 'sandboxSessions.reconnectSandbox';
 
 export function formatRemaining(ms: number): string {
   if (ms <= 0) return '0:00';
@@ -36,6 +38,7 @@ export class SandboxStatusBar implements vscode.Disposable {
   private lastActivityMs: number | undefined;
   private lastPoll = 0;
   private readonly ticker: NodeJS.Timeout;
+  private shown = false;
 
   constructor(private readonly registry: SandboxRegistry) {
     this.item.name = 'Sandbox';
@@ -44,6 +47,7 @@ export class SandboxStatusBar implements vscode.Disposable {
       vscode.window.onDidChangeActiveTextEditor(() => this.pick()),
       vscode.workspace.onDidChangeWorkspaceFolders(() => this.pick()),
       registry.onDidChange(() => this.render()),
+      vscode.commands.registerCommand(RECONNECT_COMMAND, (key: unknown) => this.reconnect(typeof key === 'string' ? key : this.key)),
     );
     this.ticker = setInterval(() => this.render(), 1000);
     this.pick();
@@ -80,8 +84,20 @@ export class SandboxStatusBar implements vscode.Disposable {
     const summary = this.key ? this.registry.summary(this.key) : undefined;
     if (!this.key || !summary) {
       this.item.hide();
+      this.shown = false;
       return;
     }
+    const down = summary.phase === 'Ready' ? this.registry.gatewayDown(summary.ref.provider) : undefined;
+    if (down !== undefined) {
+      this.item.text = `$(debug-disconnect) ${summary.ref.name}: gateway stopped`;
+      this.item.tooltip = `Sandbox ${summary.ref.name} cannot be reached: ${down}. Click to start it again now.`;
+      this.item.backgroundColor = new vscode.ThemeColor('statusBarItem.warningBackground');
+      this.item.command = { command: RECONNECT_COMMAND, title: 'Reconnect', arguments: [this.key] };
+      this.item.show();
+      this.shown = true;
+      return;
+    }
+    this.item.backgroundColor = undefined;
     this.poll(summary);
     const parts = [`$(vm) ${summary.ref.name}: ${summary.phase ?? 'Pending'}`];
     const tips = [`Sandbox ${summary.ref.name} (${summary.runtime}) is ${summary.phase ?? 'Pending'}.`];
@@ -113,6 +129,21 @@ export class SandboxStatusBar implements vscode.Disposable {
     this.item.tooltip = tips.join('\n');
     this.item.command = { command: 'sandboxSessions.sandboxActions', title: 'Sandbox actions', arguments: [this.key] };
     this.item.show();
+    this.shown = true;
+  }
+
+  private async reconnect(key: string | undefined): Promise<void> {
+    if (!key) return;
+    try {
+      await vscode.window.withProgress({ location: vscode.ProgressLocation.Window, title: 'Starting the sandbox gateway' }, () => this.registry.reconnect(key));
+    } catch (err) {
+      void vscode.window.showErrorMessage(`The sandbox could not be reached: ${err instanceof Error ? err.message : String(err)}`);
+    }
+  }
+
+  /** The item's text while it is shown (for the integration tests). */
+  get text(): string | undefined {
+    return this.shown ? this.item.text : undefined;
   }
 
   dispose(): void {

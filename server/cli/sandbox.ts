@@ -1,12 +1,13 @@
 // `sandbox-sessions sandbox <verb>`: local sandboxes from a shell — create, list, get, exec,
-// cancel, close (Drain, or --immediate), delete, artifacts, operations — with `--json` for
+// cancel, close (Drain, or --immediate), delete, artifacts, operations, logs (runtimed's log of
+// the Run, like `kubectl logs`) — with `--json` for
 // scripts. It finds (or starts) the local gateway daemon through the state file. `cancel`
 // still works when the daemon is gone: it kills from the command's exec record.
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { SessionOperation } from '../../protocol/kruntimes/gateway';
-import { RunSchema, isTerminalPhase, type Run } from '../../protocol/kruntimes/run';
+import { RunSchema, isTerminalPhase, parseGoDuration, type Run } from '../../protocol/kruntimes/run';
 import { ensureGateway, findGateway } from '../gateway/daemonClient';
 import { LocalGatewayClient, endpointPathOf, LocalApiError } from '../gateway/localClient';
 import { readJsonRecord } from '../local/atomicFile';
@@ -30,14 +31,15 @@ const VERBS = {
   delete: 'delete NAME',
   artifacts: 'artifacts NAME',
   operations: 'operations NAME',
+  logs: 'logs NAME [-f|--follow] [--tail N] [--since DUR | --since-time RFC3339] [--timestamps]',
 } as const;
 type Verb = keyof typeof VERBS;
 
 export const SANDBOX_HELP: CommandHelp = verbHelp('sandbox', VERBS, 'common: --namespace NS (default "default"), --state-dir DIR, --json');
 const USAGE = SANDBOX_HELP.usage;
 
-const BOOLEANS = ['json', 'no-wait', 'all-namespaces', 'isolate-network', 'immediate'];
-const VALUES = ['name', 'runtime', 'idle-timeout', 'timeout', 'queue-size', 'operation-timeout', 'env', 'namespace', 'state-dir', 'shell', 'workdir', 'timeout-ms', 'operation-id'];
+const BOOLEANS = ['json', 'no-wait', 'all-namespaces', 'isolate-network', 'immediate', 'follow', 'timestamps'];
+const VALUES = ['name', 'runtime', 'idle-timeout', 'timeout', 'queue-size', 'operation-timeout', 'env', 'namespace', 'state-dir', 'shell', 'workdir', 'timeout-ms', 'operation-id', 'tail', 'since', 'since-time'];
 
 export interface SandboxCommandOptions {
   /** How to start the daemon when none runs (default: this program with `gateway`). */
@@ -57,6 +59,8 @@ function runSummary(run: Run): Record<string, unknown> {
 }
 
 export async function runSandboxCommand(argv: string[], io: CliIo, opts: SandboxCommandOptions = {}): Promise<number> {
+  // `logs -f` as kubectl spells it (only before `--`, only for `logs`).
+  if (argv[0] === 'logs') argv = argv.map((a, i) => (a === '-f' && !argv.slice(0, i).includes('--') ? '--follow' : a));
   const parsed = parseVerb(argv, USAGE, { booleans: BOOLEANS, values: VALUES }, io.stderr);
   if ('exitCode' in parsed) return parsed.exitCode;
   const { args } = parsed;
@@ -193,6 +197,38 @@ export async function runSandboxCommand(argv: string[], io: CliIo, opts: Sandbox
         if (json) out('', records);
         else for (const r of records) writeLine(io.stdout, `${r.operationId}\t${r.state}\t${r.outcome ?? ''}\t${r.exitCode ?? ''}\t${r.summary}${r.message ? `\t${r.message}` : ''}`);
         return 0;
+      }
+      case 'logs': {
+        const name = need(0, 'a sandbox name');
+        const tail = flag(args, 'tail');
+        const since = flag(args, 'since');
+        const sinceTime = flag(args, 'since-time');
+        if (tail !== undefined && !/^\d+$/.test(tail)) throw new UsageError(`--tail needs a number of lines, got ${tail}`);
+        if (since !== undefined && sinceTime !== undefined) throw new UsageError('use --since or --since-time, not both');
+        const sinceMs = since !== undefined ? parseGoDuration(since) : undefined;
+        if (since !== undefined && (sinceMs === undefined || sinceMs <= 0)) throw new UsageError(`--since needs a duration such as 30s, 5m or 1h, got ${since}`);
+        const follow = bool(args, 'follow');
+        const stop = new AbortController();
+        const onSigint = (): void => stop.abort();
+        if (follow) process.once('SIGINT', onSigint);
+        try {
+          await (await connect(false)).logs(
+            ns,
+            name,
+            {
+              ...(tail !== undefined ? { tailLines: Number(tail) } : {}),
+              ...(sinceMs !== undefined ? { sinceSeconds: Math.ceil(sinceMs / 1000) } : {}),
+              ...(sinceTime !== undefined ? { sinceTime } : {}),
+              ...(bool(args, 'timestamps') ? { timestamps: true } : {}),
+              ...(follow ? { follow: true } : {}),
+            },
+            (line) => writeLine(io.stdout, line),
+            stop.signal,
+          );
+        } finally {
+          process.off('SIGINT', onSigint);
+        }
+        return stop.signal.aborted ? 130 : 0;
       }
       default: {
         const unreachable: never = verb;

@@ -81,7 +81,10 @@ export async function runServerCommand(argv: string[], io: CommandIo): Promise<n
   log.info('companion server listening on stdio', { pid: process.pid });
   // Phase changes become `sandboxes/changed` notifications (watches start lazily, on first use of a provider).
   const stopWatches = [...providers.values()].map((p) =>
-    p.watch((change) => void server.notify('sandboxes/changed', { sandbox: change.sandbox, ...(change.removed ? { removed: true } : {}) })),
+    p.watch(
+      (change) => void server.notify('sandboxes/changed', { sandbox: change.sandbox, ...(change.removed ? { removed: true } : {}) }),
+      (state) => void server.notify('gateway/changed', { provider: p.kind, ...state }),
+    ),
   );
   const clientPid = values.clientProcessId !== undefined ? Number(values.clientProcessId) : undefined;
   const orphanCheck =

@@ -2,6 +2,7 @@
 // the few access-API calls a person runs from a shell — those go through the one session
 // client (protocol/kruntimes/gatewayClient.ts), so they work on a daemon of either era. Every
 // call is bounded; mutations are never retried.
+import { StringDecoder } from 'node:string_decoder';
 import { request } from 'undici';
 import { z } from 'zod';
 import type { ExecuteResponse, SessionOperation, StreamEvent } from '../../protocol/kruntimes/gateway';
@@ -9,6 +10,7 @@ import { GatewayClient } from '../../protocol/kruntimes/gatewayClient';
 import { GatewayError } from '../../protocol/kruntimes/gatewayErrors';
 import { newIdempotencyKey } from '../../protocol/kruntimes/sessionFrames';
 import { RunSchema, type Run, type RunPhase, isTerminalPhase } from '../../protocol/kruntimes/run';
+import { runLogSearchParams, type RunLogQuery } from '../../protocol/kruntimes/runtimedLog';
 import { ExecRecordSchema, type ExecRecord } from '../local/execRecord';
 
 export class LocalApiError extends Error {
@@ -89,6 +91,50 @@ export class LocalGatewayClient {
   }
   async operations(ns: string, name: string): Promise<ExecRecord[]> {
     return OperationsSchema.parse(await this.send('GET', `${this.runsPath(ns, name)}/operations`)).items;
+  }
+
+  /**
+   * runtimed's log of the Run (`…/runs/{name}/log`, read like `kubectl logs`): calls `onLine` for
+   * each line (without its newline) as it arrives. With `follow`, resolves when the Run's log ends
+   * or `signal` aborts (then quietly); otherwise the whole answer is bounded by the client timeout.
+   */
+  async logs(ns: string, name: string, query: RunLogQuery, onLine: (line: string) => void, signal?: AbortSignal): Promise<void> {
+    const qs = runLogSearchParams(query).toString();
+    const timeout = query.follow ? undefined : AbortSignal.timeout(this.timeoutMs);
+    const signals = [signal, timeout].filter((s): s is AbortSignal => s !== undefined);
+    try {
+      const res = await request(`${this.url}${this.runsPath(ns, name)}/log${qs ? `?${qs}` : ''}`, {
+        headers: { authorization: `Bearer ${this.token}` },
+        headersTimeout: this.timeoutMs,
+        bodyTimeout: query.follow ? 0 : this.timeoutMs,
+        ...(signals.length > 0 ? { signal: AbortSignal.any(signals) } : {}),
+      });
+      if (res.statusCode >= 300) {
+        const text = await res.body.text();
+        let message = text || `HTTP ${res.statusCode}`;
+        try {
+          message = (JSON.parse(text) as { message?: string }).message ?? message;
+        } catch {
+          // not a Status body
+        }
+        throw new LocalApiError(res.statusCode, message);
+      }
+      let pending = '';
+      const decoder = new StringDecoder('utf8'); // a character may span two chunks
+      for await (const chunk of res.body) {
+        pending += decoder.write(chunk as Buffer);
+        let i: number;
+        while ((i = pending.indexOf('\n')) >= 0) {
+          onLine(pending.slice(0, i));
+          pending = pending.slice(i + 1);
+        }
+      }
+      pending += decoder.end();
+      if (pending !== '') onLine(pending);
+    } catch (err) {
+      if (signal?.aborted) return;
+      throw err;
+    }
   }
 
   /** Polls until the Run reaches one of `phases` or a terminal phase (bounded). */

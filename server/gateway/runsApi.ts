@@ -1,7 +1,8 @@
 // The local Runs API, `/local/v1/namespaces/{ns}/runs[/{name}[/operations]]` (and
 // `/local/v1/runs` across namespaces): create, get, list, watch (NDJSON `{type, object}`),
 // JSON merge-patch (the termination rule answered with 422 in the Kubernetes Status shape),
-// delete, and — an extension — the Run's command records. Bearer token required.
+// delete, and — extensions — the Run's command records and runtimed's log of the Run, read like
+// a Pod's (`…/runs/{name}/log`, server/gateway/runLogRoute.ts). Bearer token required.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { RUN_API_VERSION } from '../../protocol/kruntimes/run';
 import { ApiStatusError } from '../local/apiStatusError';
@@ -9,12 +10,14 @@ import type { LocalRuntime, RunEvent } from '../local/localRuntime';
 import type { BearerAuth } from './auth';
 import { BodyTooLargeError, goJsonBytes, readBody } from './httpBodies';
 import type { AccessRequestCounters } from './requestCounters';
+import { serveRunLog } from './runLogRoute';
 
 export type RunsRoute =
   | { kind: 'collection'; ns: string | undefined }
   | { kind: 'item'; ns: string; name: string }
   | { kind: 'operations'; ns: string; name: string }
-  | { kind: 'requests'; ns: string; name: string };
+  | { kind: 'requests'; ns: string; name: string }
+  | { kind: 'log'; ns: string; name: string };
 
 export function matchRunsRoute(pathname: string): RunsRoute | undefined {
   const seg = pathname.split('/').slice(1);
@@ -32,6 +35,7 @@ export function matchRunsRoute(pathname: string): RunsRoute | undefined {
   if (d.length === 6 && d[5]) return { kind: 'item', ns, name: d[5] };
   if (d.length === 7 && d[5] && d[6] === 'operations') return { kind: 'operations', ns, name: d[5] };
   if (d.length === 7 && d[5] && d[6] === 'requests') return { kind: 'requests', ns, name: d[5] };
+  if (d.length === 7 && d[5] && d[6] === 'log') return { kind: 'log', ns, name: d[5] };
   return undefined;
 }
 
@@ -93,6 +97,8 @@ export class RunsApi {
           return sendObject(res, 200, await this.runtime.patch(route.ns, route.name, patch));
         }
         if (method === 'DELETE') return sendObject(res, 200, await this.runtime.delete(route.ns, route.name));
+      } else if (method === 'GET' && route.kind === 'log') {
+        return serveRunLog(req, res, () => this.runtime.runLog(route.ns, route.name), url, route.name);
       } else if (method === 'GET' && route.kind === 'requests') {
         const uid = this.runtime.get(route.ns, route.name).metadata.uid ?? '';
         return sendObject(res, 200, { requests: this.counters?.get(uid) ?? {} });

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { GatewayLimits, GatewayMessages, type FileEntry } from '../../protocol/kruntimes/gateway';
 import { decodePageToken, encodePageToken } from '../../protocol/kruntimes/pageToken';
 import { SessionError, goPathError, invalidArgument, failedPrecondition } from './sessionError';
-import { resolveFollow, resolveWorkspacePath } from './workspacePaths';
+import { resolveFollow, resolveWorkspacePath, sandboxPath } from './workspacePaths';
 
 export async function writeSessionFile(root: string, p: string, contents: Buffer, createParents: boolean): Promise<void> {
   if (contents.length > GatewayLimits.maxFileBytes) throw new SessionError('ResourceExhausted', GatewayMessages.contentsTooLarge);
@@ -19,7 +19,7 @@ export async function writeSessionFile(root: string, p: string, contents: Buffer
   try {
     await fs.writeFile(target.abs, contents, { mode: 0o644 });
   } catch (err) {
-    throw new SessionError('Internal', `write session file: ${goPathError('open', target.abs, err)}`);
+    throw new SessionError('Internal', `write session file: ${goPathError('open', sandboxPath(target.rel), err)}`);
   }
 }
 
@@ -28,7 +28,7 @@ export async function createSessionDirectory(root: string, p: string): Promise<v
   try {
     await fs.mkdir(target.abs, { recursive: true, mode: 0o755 });
   } catch (err) {
-    throw new SessionError('Internal', `create session directory: ${goPathError('mkdir', target.abs, err)}`);
+    throw new SessionError('Internal', `create session directory: ${goPathError('mkdir', sandboxPath(target.rel), err)}`);
   }
 }
 
@@ -38,7 +38,7 @@ export async function deleteSessionFile(root: string, p: string, recursive: bool
   try {
     st = await fs.lstat(target.abs);
   } catch (err) {
-    throw new SessionError('NotFound', `delete session file: ${goPathError('lstat', target.abs, err)}`);
+    throw new SessionError('NotFound', `delete session file: ${goPathError('lstat', sandboxPath(target.rel), err)}`);
   }
   if (st.isDirectory() && !recursive) throw failedPrecondition(GatewayMessages.recursiveRequired);
   await fs.rm(target.abs, { recursive: st.isDirectory(), force: false });
@@ -50,7 +50,7 @@ export async function renameSessionFile(root: string, from: string, to: string, 
   try {
     await fs.lstat(source.abs);
   } catch (err) {
-    throw new SessionError('NotFound', `rename session file: ${goPathError('lstat', source.abs, err)}`);
+    throw new SessionError('NotFound', `rename session file: ${goPathError('lstat', sandboxPath(source.rel), err)}`);
   }
   const exists = await fs.lstat(dest.abs).then(
     () => true,
@@ -60,7 +60,7 @@ export async function renameSessionFile(root: string, from: string, to: string, 
   try {
     await fs.rename(source.abs, dest.abs);
   } catch (err) {
-    throw new SessionError('Internal', `rename session file: ${goPathError('rename', source.abs, err)}`);
+    throw new SessionError('Internal', `rename session file: ${goPathError('rename', sandboxPath(source.rel), err)}`);
   }
 }
 
@@ -78,12 +78,12 @@ export async function readSessionFile(root: string, p: string, maxBytes: number,
     handle = await fs.open(target.abs, 'r');
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT') throw new SessionError('NotFound', `open session file: ${goPathError('open', target.abs, err)}`);
-    throw new SessionError('Internal', `open session file: ${goPathError('open', target.abs, err)}`);
+    if (code === 'ENOENT') throw new SessionError('NotFound', `open session file: ${goPathError('open', sandboxPath(target.rel), err)}`);
+    throw new SessionError('Internal', `open session file: ${goPathError('open', sandboxPath(target.rel), err)}`);
   }
   try {
     const st = await handle.stat();
-    if (st.isDirectory()) throw new SessionError('Internal', `read session file: read ${target.abs}: is a directory`);
+    if (st.isDirectory()) throw new SessionError('Internal', `read session file: read ${sandboxPath(target.rel)}: is a directory`);
     const buf = Buffer.alloc(Math.max(0, Math.min(limit, st.size - offset)));
     let filled = 0;
     while (filled < buf.length) {
@@ -123,8 +123,8 @@ export async function listSessionFiles(root: string, dir: string, limit: number,
     names = await fs.readdir(target.abs);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT') throw new SessionError('NotFound', `list session file: ${goPathError('open', target.abs, err)}`);
-    throw new SessionError('Internal', `list session file: ${goPathError('readdirent', target.abs, err)}`);
+    if (code === 'ENOENT') throw new SessionError('NotFound', `list session file: ${goPathError('open', sandboxPath(target.rel), err)}`);
+    throw new SessionError('Internal', `list session file: ${goPathError('readdirent', sandboxPath(target.rel), err)}`);
   }
   names.sort(byteCompare);
   const remaining = after === '' ? names : names.filter((n) => byteCompare(n, after) > 0);

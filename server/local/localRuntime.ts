@@ -1,8 +1,10 @@
 // The embedded local runtime: local Runs as records (runs/<uid>/run.json is the authority),
 // their phases Pending → Scheduled → Running → Ready → Finalizing → Succeeded | Failed |
 // Timeout | Cancelled with kruntimes' reasons and messages, termination (Drain exports
-// artifacts, Immediate cancels), the idle, lease and total timeouts, and recovery after a daemon
-// restart (commands that died with the old daemon are reported, never dropped).
+// artifacts, Immediate cancels), the idle, lease and total timeouts, recovery after a daemon
+// restart (commands that died with the old daemon are reported, never dropped), and each
+// Run's runtimed log (an audit line per mutation; it ends once the Run is terminal and its
+// session closed).
 import { execFile } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
@@ -35,6 +37,8 @@ import { readJsonRecord, writeJsonAtomic } from './atomicFile';
 import type { Backend, ProbeResult } from './backend';
 import type { BackendRegistry } from './backends';
 import { CommandLostError } from './commandLost';
+import { ContainerLog, DEFAULT_CONTAINER_LOG_LIMITS, type ContainerLogLimits } from './containerLog';
+import { operationLogLines, type CompletedOperation } from './operationAudit';
 import { ExecRecords, killRecordedGroup, ownerAlive, type ExecRecord } from './execRecord';
 import { GROUP_EXIT_BOUND_MS, killGroupAndWait } from './procInfo';
 import { LocalSession } from './localSession';
@@ -59,6 +63,8 @@ export interface LocalRuntimeOptions {
   daemonEnv?: NodeJS.ProcessEnv;
   /** How often timeouts are checked. */
   tickMs?: number;
+  /** Size and rotation of each Run's runtimed log. */
+  runLogLimits?: ContainerLogLimits;
 }
 
 interface Entry {
@@ -73,6 +79,10 @@ interface Entry {
   /** When it reached a terminal phase, in ms (for ttlSecondsAfterFinished). */
   finishedMs?: number;
   deleting?: boolean;
+  /** runtimed's log of the Run, opened on first use. */
+  log?: ContainerLog;
+  /** No more log lines will come: the Run is terminal and its session closed. */
+  logEnded?: boolean;
 }
 
 /** The local runtime serves session Runs only. */
@@ -248,8 +258,8 @@ export class LocalRuntime extends EventEmitter {
     });
   }
 
-  private terminal(entry: Entry, phase: RunPhase, reason: RunReason, message: string): Promise<void> {
-    return this.update(entry, (run) => {
+  private async terminal(entry: Entry, phase: RunPhase, reason: RunReason, message: string): Promise<void> {
+    await this.update(entry, (run) => {
       if (isTerminalPhase(run.status?.phase)) return;
       const st = (run.status ??= {});
       st.phase = phase;
@@ -261,6 +271,52 @@ export class LocalRuntime extends EventEmitter {
       setCondition(run, 'Completed', 'False', reason, message);
       if (st.conditions?.some((c) => c.type === 'Ready')) setCondition(run, 'Ready', 'False', reason, message);
     });
+    if (isTerminalPhase(entry.run.status?.phase)) {
+      // Commands cancelled while the session closes still write their lines; the log ends after them.
+      void (entry.session?.close() ?? Promise.resolve()).finally(() => this.endLog(entry));
+    }
+  }
+
+  // ---- runtimed's log -----------------------------------------------------------------------
+
+  private logOf(entry: Entry): ContainerLog {
+    if (!entry.log) {
+      entry.log = new ContainerLog(this.layout.runLogFile(entry.run.metadata.uid as string), this.opts.runLogLimits ?? DEFAULT_CONTAINER_LOG_LIMITS);
+      if (entry.logEnded || (isTerminalPhase(entry.run.status?.phase) && !entry.session)) entry.log.finish();
+    }
+    return entry.log;
+  }
+
+  private endLog(entry: Entry): void {
+    entry.logEnded = true;
+    entry.log?.finish();
+  }
+
+  /** Writes runtimed's lines for one finished mutation; a log that cannot be written never fails the operation. */
+  private writeOperationLog(entry: Entry, op: CompletedOperation): void {
+    const run = entry.run;
+    try {
+      const log = this.logOf(entry);
+      const lines = operationLogLines(
+        {
+          runUid: run.metadata.uid as string,
+          ...(run.status?.assignedPodUID ? { assignedPodUid: run.status.assignedPodUID } : {}),
+          runName: run.metadata.name ?? '',
+          namespace: run.metadata.namespace ?? 'default',
+          runtime: run.spec.runtime,
+          pod: run.status?.assignedPod ?? `local-${run.spec.runtime}`,
+        },
+        op,
+      );
+      for (const line of lines) log.write(line);
+    } catch (err) {
+      this.log(`run ${run.metadata.namespace}/${run.metadata.name}: writing its runtimed log: ${(err as Error).message}`);
+    }
+  }
+
+  /** runtimed's log of a Run, for the log API (404 when there is no such Run). */
+  runLog(namespace: string, name: string): ContainerLog {
+    return this.logOf(this.mustFind(namespace, name));
   }
 
   // ---- Runs API -----------------------------------------------------------------------------
@@ -412,6 +468,7 @@ export class LocalRuntime extends EventEmitter {
       await fs.rename(this.layout.runDir(uid), trash).catch(() => undefined);
       await fs.rm(trash, { recursive: true, force: true });
       this.entries.delete(uid);
+      this.endLog(entry);
       this.emit('event', { type: 'DELETED', object: clone(entry.run) } satisfies RunEvent);
     });
     return clone(entry.run);
@@ -550,6 +607,7 @@ export class LocalRuntime extends EventEmitter {
       operationTimeoutMs: opTimeout > 0 ? opTimeout : GatewayLimits.maxOperationTimeoutMs,
       records: new ExecRecords(this.layout.execDir(uid)),
       log: (line) => this.log(`run ${run.metadata.namespace}/${run.metadata.name}: ${line}`),
+      audit: (op) => this.writeOperationLog(entry, op),
     });
   }
 

@@ -2,7 +2,8 @@
 // file mutations through it, reads and listings beside it, the operation deadline, explicit
 // cancel by operation id (answered once the command is gone), the activity clock the idle
 // timeout reads, the lease clock the lease timeout reads (renewed only by connection
-// heartbeats), and drain/close.
+// heartbeats), drain/close, and — after each mutation, whatever its outcome — one report to
+// `audit` (runtimed's log lines; reads and listings are not reported).
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import {
@@ -26,6 +27,7 @@ import {
   type ListPage,
   type ReadResult,
 } from './fileOperations';
+import type { CompletedOperation } from './operationAudit';
 import { OperationAbort, abortKindOf } from './operationAbort';
 import { OperationQueue } from './operationQueue';
 import { GROUP_EXIT_BOUND_MS, killGroupAndWait } from './procInfo';
@@ -50,6 +52,8 @@ export interface SessionConfig {
   onActivity?: () => void;
   /** Where the session reports what callers may not see (a command lost after SIGKILL). */
   log?: (line: string) => void;
+  /** Called once per mutation when it has finished (before its caller gets the answer). */
+  audit?: (op: CompletedOperation) => void;
 }
 
 export interface ExecuteOptions {
@@ -76,6 +80,16 @@ async function shellProgram(): Promise<string> {
     }
   }
   return bashPath;
+}
+
+/**
+ * `bash -c` with the host user's start-up files left out: bash sources ~/.bashrc even
+ * non-interactively when its stdin is a socket (Node's pipes are), so every command of a local
+ * sandbox would run the user's shell set-up (seen: 0.8 s of `pyenv init` per command) — a sandbox
+ * command must not depend on the host's dotfiles.
+ */
+function shellArgv(shell: string, line: string): string[] {
+  return shell.endsWith('bash') ? [shell, '--norc', '--noprofile', '-c', line] : [shell, '-c', line];
 }
 
 function nowNs(): bigint {
@@ -115,8 +129,46 @@ export class LocalSession {
     this.leaseRenewedMs = Date.now();
   }
 
-  /** Runs one operation (a command or a file mutation) through the queue. */
+  /** Runs one operation (a command or a file mutation) through the queue, then reports it to `audit`. */
   async execute(op: SessionOperation, opts: ExecuteOptions): Promise<ExecuteResponse> {
+    const audit = this.config.audit;
+    if (!audit) return this.executeQueued(op, opts);
+    const started = performance.now();
+    // Streamed output is teed for the log (already capped by the runtime's output limit).
+    const streamed: Record<OutputStream, Buffer[]> = { stdout: [], stderr: [] };
+    const sink = opts.onOutput;
+    const teed: ExecuteOptions = sink
+      ? {
+          ...opts,
+          onOutput: (stream, data) => {
+            streamed[stream].push(Buffer.from(data));
+            sink(stream, data);
+          },
+        }
+      : opts;
+    const report = (response: ExecuteResponse | undefined, error: unknown): void => {
+      const cmd = response?.command;
+      audit({
+        kind: operationKind(op),
+        ...(response ? { response } : {}),
+        ...(error !== undefined ? { error } : {}),
+        durationMs: performance.now() - started,
+        stdout: sink ? Buffer.concat(streamed.stdout) : Buffer.from(cmd?.stdout ?? '', 'base64'),
+        stderr: sink ? Buffer.concat(streamed.stderr) : Buffer.from(cmd?.stderr ?? '', 'base64'),
+      });
+    };
+    let response: ExecuteResponse;
+    try {
+      response = await this.executeQueued(op, teed);
+    } catch (err) {
+      report(undefined, err);
+      throw err;
+    }
+    report(response, undefined);
+    return response;
+  }
+
+  private async executeQueued(op: SessionOperation, opts: ExecuteOptions): Promise<ExecuteResponse> {
     const kind = operationKind(op);
     if (kind === undefined) throw invalidArgument(GatewayMessages.exactlyOneOperation);
     if (this.closed) throw new SessionError('Canceled', GatewayMessages.sessionClosed);
@@ -194,7 +246,7 @@ export class LocalSession {
     if (!st?.isDirectory()) {
       throw invalidArgument(`working directory ${cmd.workingDirectory ?? ''} is not a directory in the workspace`);
     }
-    const argv = cmd.argv && cmd.argv.length > 0 ? cmd.argv : [await shellProgram(), '-c', cmd.shell ?? ''];
+    const argv = cmd.argv && cmd.argv.length > 0 ? cmd.argv : shellArgv(await shellProgram(), cmd.shell ?? '');
     const env = { ...this.config.env, ...(cmd.env ?? {}) };
     const records = this.config.records;
     let started: ExecRecord | undefined;

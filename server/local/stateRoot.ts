@@ -40,6 +40,10 @@ export class StateLayout {
   execFile(uid: string, operationId: string): string {
     return path.join(this.execDir(uid), `${operationId}.json`);
   }
+  /** runtimed's log of the Run (kubelet CRI format, rotated to `runtimed.log.1`, …; server/local/containerLog.ts). */
+  runLogFile(uid: string): string {
+    return path.join(this.runDir(uid), 'log', 'runtimed.log');
+  }
   get artifactStoreRoot(): string {
     return path.join(this.root, 'artifacts');
   }

@@ -27,6 +27,14 @@ export function cleanRelative(p: string, opts: { allowRoot: boolean }): string {
   return cleaned;
 }
 
+/**
+ * How a message names a workspace path: from the sandbox's root (`/src/app.js`), as its terminal
+ * prompt does — never the host folder the local runtime keeps the workspace in.
+ */
+export function sandboxPath(rel: string): string {
+  return `/${rel}`;
+}
+
 function inside(root: string, candidate: string): boolean {
   return candidate === root || candidate.startsWith(root + path.sep);
 }
@@ -63,10 +71,7 @@ export async function resolveWorkspacePath(
         dir = path.join(dir, ...parts.slice(i));
         break;
       }
-      if (code === 'ENOENT' || code === 'ENOTDIR') {
-        throw invalidArgument(`resolve file parent: ${goPathError('lstat', next, err)}`);
-      }
-      throw invalidArgument(`resolve file parent: ${goPathError('lstat', next, err)}`);
+      throw invalidArgument(`resolve file parent: ${goPathError('lstat', sandboxPath(parts.slice(0, i + 1).join('/')), err)}`);
     }
     if (!inside(realRoot, real)) throw invalidArgument(GatewayMessages.pathSymlinkEscape);
     dir = real;

@@ -89,6 +89,36 @@ export function createMethodHandlers(services: Services): MethodHandlers {
       await provider(params.ref.provider).delete(params.ref);
       return {};
     },
+    'sandboxes/logs': async (params, ctx) => {
+      const p = provider(params.ref.provider);
+      if (!p.logs) throw new CompanionError('unavailable', `reading the log of a ${params.ref.provider} sandbox is not supported yet`);
+      const { ref, followId, ...query } = params;
+      if (!query.follow) {
+        const lines: string[] = [];
+        await p.logs(ref, query, (line) => lines.push(line), ctx.signal);
+        ctx.signal.throwIfAborted();
+        return { lines };
+      }
+      // Lines that arrive together go out as one notification.
+      let batch: string[] = [];
+      const flush = (): void => {
+        if (batch.length === 0) return;
+        ctx.notify('sandboxes/log', { followId: followId as string, lines: batch });
+        batch = [];
+      };
+      await p.logs(
+        ref,
+        query,
+        (line) => {
+          if (batch.length === 0) queueMicrotask(flush);
+          batch.push(line);
+        },
+        ctx.signal,
+      );
+      flush();
+      ctx.signal.throwIfAborted();
+      return { lines: [] };
+    },
     'sandboxes/artifacts/download': async (params, ctx) => ({
       artifacts: await provider(params.ref.provider).downloadArtifacts(params.ref, params.destination, {
         ...work(ctx),

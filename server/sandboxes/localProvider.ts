@@ -5,7 +5,9 @@ import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { request } from 'undici';
 import { z } from 'zod';
+import { CompanionError } from '../../protocol/companion';
 import { GatewayClient } from '../../protocol/kruntimes/gatewayClient';
+import type { RunLogQuery } from '../../protocol/kruntimes/runtimedLog';
 import { ndjsonLines } from '../../protocol/kruntimes/ndjsonLines';
 import {
   checkTerminationTransition,
@@ -175,6 +177,19 @@ export class LocalSandboxProvider implements SandboxProvider {
     }
   }
 
+  /** The daemon's log API; a follow is never retried (lines already delivered would come again). */
+  async logs(ref: SandboxRef, query: RunLogQuery, onLine: (line: string) => void, signal?: AbortSignal): Promise<void> {
+    if (ref.context !== LOCAL_CONTEXT) throw new SandboxError('sandbox_not_found', `the local provider has no context "${ref.context}"`);
+    const { api } = await this.gateway();
+    try {
+      await api.logs(ref.namespace, ref.name, query, onLine, signal);
+    } catch (err) {
+      if (err instanceof LocalApiError && err.status === 404) throw new SandboxError('sandbox_not_found', `no local sandbox ${ref.namespace}/${ref.name}`);
+      if (err instanceof LocalApiError && (err.status === 400 || err.status === 422)) throw new CompanionError('invalid_params', err.message);
+      throw err;
+    }
+  }
+
   async get(ref: SandboxRef): Promise<{ sandbox: SandboxSummary; run: Run }> {
     const run = await this.getRun(ref);
     return { sandbox: summarizeRun('local', LOCAL_CONTEXT, run), run };
@@ -273,8 +288,16 @@ export class LocalSandboxProvider implements SandboxProvider {
     return results;
   }
 
-  watch(listener: (change: SandboxChange) => void): () => void {
+  watch(listener: (change: SandboxChange) => void, onGateway?: (state: { reachable: boolean; message?: string }) => void): () => void {
     const controller = new AbortController();
+    // The watch is a long-lived connection to the daemon: when it ends and no healthy daemon is
+    // there, the daemon has stopped — told at once (not on the next command), and once.
+    let reachable: boolean | undefined;
+    const report = (now: boolean) => {
+      if (reachable === now || (reachable === undefined && !now)) return;
+      reachable = now;
+      onGateway?.(now ? { reachable } : { reachable, message: 'the local gateway daemon stopped; the next command or file operation starts it again' });
+    };
     const loop = async () => {
       let delay = 200;
       while (!controller.signal.aborted) {
@@ -290,6 +313,7 @@ export class LocalSandboxProvider implements SandboxProvider {
           });
           if (res.statusCode !== 200) throw new Error(`watch answered HTTP ${res.statusCode}`);
           delay = 200;
+          report(true);
           for await (const line of ndjsonLines(res.body as AsyncIterable<Buffer>, MAX_WATCH_LINE_BYTES)) {
             const event = WatchEventSchema.safeParse(JSON.parse(line));
             if (event.success && event.data.object.spec.mode.session !== undefined) {
@@ -300,6 +324,8 @@ export class LocalSandboxProvider implements SandboxProvider {
           if (controller.signal.aborted) return;
           this.options.log.debug('local Run watch interrupted; retrying', { error: (err as Error).message, delayMs: delay });
         }
+        if (controller.signal.aborted) return;
+        if (reachable === true && !(await findGateway(this.stateDir).catch(() => undefined))) report(false);
         const woken = await new Promise<boolean>((resolve) => {
           const timer = setTimeout(() => resolve(false), delay);
           this.wakeWatch = () => {

@@ -2,6 +2,7 @@
 // get, open (endpoint + token), terminate, download artifacts, watch — and differs only in where
 // the Runs live (the local gateway's Runs API, or the Kubernetes API for kruntimes).
 import type { Run, TerminationMode } from '../../protocol/kruntimes/run';
+import type { RunLogQuery } from '../../protocol/kruntimes/runtimedLog';
 import type {
   DownloadedArtifact,
   ProviderInfo,
@@ -46,8 +47,17 @@ export interface SandboxProvider {
     destination: string,
     options: WorkOptions & { names?: string[]; unpack: boolean },
   ): Promise<DownloadedArtifact[]>;
+  /**
+   * runtimed's log of the sandbox's Run, read like `kubectl logs`: `onLine` per line; with `follow`, resolves once
+   * the Run's log ends or `signal` aborts. Absent where the provider cannot read it yet (kruntimes).
+   */
+  logs?(ref: SandboxRef, query: RunLogQuery, onLine: (line: string) => void, signal?: AbortSignal): Promise<void>;
   /** Calls `listener` on every phase change until the returned function is called. */
-  watch(listener: (change: SandboxChange) => void): () => void;
+  /**
+   * Follows phase changes. `onGateway` (optional) hears when the provider's gateway stops or starts
+   * answering (the local daemon exited or is back) — never before it answered once.
+   */
+  watch(listener: (change: SandboxChange) => void, onGateway?: (state: { reachable: boolean; message?: string }) => void): () => void;
   /** Stops what the provider keeps running (lease heartbeats, port-forwards, watches). */
   dispose(): Promise<void>;
 }

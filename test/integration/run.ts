@@ -1,9 +1,11 @@
 // Runs the integration suite inside a real VS Code extension host: builds the extension, starts
 // code-server with the smoke-test driver, and opens it in headless Chromium with the
 // extensionDevelopmentPath / extensionTestsPath payload. The suite's exit code is ours.
-// A kruntimes cluster SIMULATOR (test/fixtures/cluster) runs beside it; code-server — and so the
-// extension host and the companion server — sees it through KUBECONFIG (context `simulator`,
-// namespace `default`, Runtime `bash`).
+// Two kruntimes cluster SIMULATORS (test/fixtures/cluster) run beside it, one per upstream era:
+// era D (today's kruntimes: `operations:ws` only, no idle timeout) as context `simulator`, the
+// current one, and era C (`operations:execute`/`operations:stream`, idle timeout) as context
+// `simulator-era-c`. code-server — and so the extension host and the companion server — sees
+// both through one KUBECONFIG (namespace `default`, Runtime `bash` in each).
 // `npm run test:integration` (installs code-server and chromium on first use).
 import * as esbuild from 'esbuild';
 import fs from 'node:fs';
@@ -11,8 +13,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { format } from 'node:util';
 import { chromium } from 'playwright-core';
+import { z } from 'zod';
 import { CHROMIUM_ARGS, REPO_ROOT, startCodeServer } from '../../scripts/vscodeHost';
-import { startClusterSimulator } from '../fixtures/cluster/simulator';
+import { type ClusterSimulator, startClusterSimulator } from '../fixtures/cluster/simulator';
 
 // Per run (several runs may share a checkout); inside the repository so the suite finds its mocha.
 fs.mkdirSync(path.join(REPO_ROOT, '.test-tmp'), { recursive: true });
@@ -43,6 +46,37 @@ async function buildAll(): Promise<string[]> {
   return entries.map((e) => path.basename(e, '.ts'));
 }
 
+/** The kubeconfig context of the era-C simulator (kruntimes.test.ts runs its flow on both). */
+const ERA_C_CONTEXT = 'simulator-era-c';
+
+const KubeconfigSchema = z.looseObject({
+  clusters: z.array(z.object({ name: z.string(), cluster: z.looseObject({}) })),
+  users: z.array(z.object({ name: z.string(), user: z.looseObject({}) })),
+  contexts: z.array(z.object({ name: z.string(), context: z.object({ cluster: z.string(), user: z.string(), namespace: z.string().optional() }) })),
+});
+
+/**
+ * One kubeconfig for code-server: everything of the era-D simulator's (its `simulator` context
+ * stays current), plus the era-C simulator's admin context renamed `simulator-era-c`.
+ */
+function mergedKubeconfig(dir: string, eraD: ClusterSimulator, eraC: ClusterSimulator): string {
+  const d = KubeconfigSchema.parse(JSON.parse(fs.readFileSync(eraD.kubeconfigPath, 'utf8')));
+  const c = KubeconfigSchema.parse(JSON.parse(fs.readFileSync(eraC.kubeconfigPath, 'utf8')));
+  const context = c.contexts.find((x) => x.name === 'simulator');
+  const cluster = c.clusters.find((x) => x.name === context?.context.cluster);
+  const user = c.users.find((x) => x.name === context?.context.user);
+  if (!context || !cluster || !user) throw new Error(`the era-C simulator's kubeconfig has no complete 'simulator' context`);
+  const merged = {
+    ...d,
+    clusters: [...d.clusters, { name: ERA_C_CONTEXT, cluster: cluster.cluster }],
+    users: [...d.users, { name: ERA_C_CONTEXT, user: user.user }],
+    contexts: [...d.contexts, { name: ERA_C_CONTEXT, context: { ...context.context, cluster: ERA_C_CONTEXT, user: ERA_C_CONTEXT } }],
+  };
+  const file = path.join(dir, 'kubeconfig');
+  fs.writeFileSync(file, `${JSON.stringify(merged, null, 2)}\n`, { mode: 0o600 });
+  return file;
+}
+
 async function main(): Promise<number> {
   const files = await buildAll();
   console.log(`integration suite: ${files.filter((f) => f !== 'index').join(', ')}`);
@@ -51,7 +85,9 @@ async function main(): Promise<number> {
   const dataDir = path.join(work, 'data');
   const folder = path.join(work, 'workspace');
   fs.mkdirSync(folder, { recursive: true });
-  const cluster = await startClusterSimulator({ dir: path.join(work, 'cluster'), runtimes: [{ namespace: 'default', name: 'bash' }] });
+  const cluster = await startClusterSimulator({ dir: path.join(work, 'cluster'), era: 'D', runtimes: [{ namespace: 'default', name: 'bash' }] });
+  const clusterEraC = await startClusterSimulator({ dir: path.join(work, 'cluster-era-c'), era: 'C', runtimes: [{ namespace: 'default', name: 'bash' }] });
+  const kubeconfig = mergedKubeconfig(work, cluster, clusterEraC);
   const server = await startCodeServer({
     workDir: work,
     extraArgs: ['--vscode-option', 'enable-smoke-test-driver'],
@@ -62,7 +98,7 @@ async function main(): Promise<number> {
       SANDBOX_SESSIONS_IT_WORK: work,
       // `npm run test:integration -- --grep <pattern>` runs only the matching tests.
       ...(grepPattern() !== undefined ? { SANDBOX_SESSIONS_IT_GREP: grepPattern() } : {}),
-      KUBECONFIG: cluster.kubeconfigPath,
+      KUBECONFIG: kubeconfig,
       // Activations run the deterministic test agent (Maka's CLI contract) instead of `maka activate`.
       SANDBOX_SESSIONS_ACTIVATION_COMMAND: JSON.stringify([process.execPath, path.join(REPO_ROOT, 'test/fixtures/agent/agent.mts'), 'activate']),
     },
@@ -104,7 +140,9 @@ async function main(): Promise<number> {
     await browser.close().catch(() => undefined);
     await server.stop();
     fs.rmSync(SUITE_OUT, { recursive: true, force: true });
-    await cluster.stop().catch((err: unknown) => console.error(`stopping the cluster simulator: ${String(err)}`));
+    for (const c of [cluster, clusterEraC]) {
+      await c.stop().catch((err: unknown) => console.error(`stopping the era-${c.era} cluster simulator: ${String(err)}`));
+    }
     // The companion server started a local gateway daemon for the suite: stop it.
     const state = path.join(stateDir, 'gateway.json');
     if (fs.existsSync(state)) {

@@ -76,7 +76,7 @@ describe('sandbox: file system', () => {
     const made = await client.runCommand({ shell: 'mkdir many && cd many && for i in $(seq 1 2000); do : > f$i.txt; done' });
     assert.equal(made.exitCode, 0, made.stderr.toString());
     // What the Sandbox terminal does after each command: tell the file system where it ran.
-    exported.fileSystem.commandRanIn(sandbox.key, '');
+    await exported.fileSystem.commandRanIn(sandbox.key, '');
     const files = exported.fileSystem.filesOf(sandbox.key);
     const before = { ...files.counters };
     const atGatewayBefore = await gatewayRequests(sandbox.ref.name);

@@ -1,6 +1,7 @@
 // The Sandbox terminal's behaviour against a loopback gateway: live output, exit codes, cd,
 // Ctrl+C cancelling the running operation, the unary fallback, and errors in words.
 import assert from 'node:assert/strict';
+import net from 'node:net';
 import { TerminalSession } from '../../../extension/terminal/terminalSession';
 import { FixedConnection } from '../../fixtures/fakeConnection';
 import { ReplayGateway, type ReceivedRequest } from '../../fixtures/replayGateway';
@@ -146,5 +147,56 @@ describe('sandbox terminal session', () => {
   it('closes on exit and on Ctrl+D', () => {
     session.handleInput('exit\r');
     assert.equal(closedWith, 0);
+  });
+});
+
+describe('sandbox terminal session after the gateway moved (daemon restarted)', () => {
+  it('runs the command over a new connection when the old address refuses it, without the address on screen', async () => {
+    const gateway = new ReplayGateway();
+    await gateway.start();
+    // A port nothing listens on: the endpoint of a daemon that stopped.
+    const dead = await new Promise<number>((resolve) => {
+      const s = net.createServer().listen(0, '127.0.0.1', () => {
+        const port = (s.address() as net.AddressInfo).port;
+        s.close(() => resolve(port));
+      });
+    });
+    const stale = new FixedConnection(`http://127.0.0.1:${dead}/v1/namespaces/default/runtimes/bash/sessions/u1`, 'tok', 'sbx');
+    const fresh = new FixedConnection(gateway.endpoint, 'tok', 'sbx');
+    let current = stale;
+    const connection = Object.assign(Object.create(fresh) as FixedConnection, {
+      client: () => current.client(),
+      invalidate: () => {
+        current = fresh;
+      },
+    });
+    gateway.respondWith({
+      status: 200,
+      headers: { 'content-type': 'application/x-ndjson; charset=utf-8' },
+      body: [
+        JSON.stringify({ sequence: 1, type: 'accepted', accepted: { operationID: 'op' } }) + '\n',
+        JSON.stringify({ sequence: 2, type: 'output', output: { stream: 'stdout', data: b64('back\n') } }) + '\n',
+        JSON.stringify({ sequence: 3, type: 'completed', completed: { command: { exitCode: 0 } } }) + '\n',
+      ],
+    });
+    let screen = '';
+    let done = 0;
+    const session = new TerminalSession({ connection, write: (d) => (screen += d), close: () => undefined, onCommandFinished: () => (done += 1), showIntroduction: false });
+    try {
+      session.open();
+      const started = Date.now();
+      session.handleInput('echo back\r');
+      await until(() => done === 1, 'the command');
+      assert.ok(Date.now() - started < 2000, `took ${Date.now() - started} ms`);
+      const text = strip(screen);
+      assert.match(text, /Reconnecting to sbx…\r\nback\r\n/);
+      assert.doesNotMatch(text, /ECONNREFUSED|127\.0\.0\.1|exit/);
+      assert.equal(gateway.received.length, 1, 'sent once, to the new address');
+    } finally {
+      session.close();
+      await stale.close();
+      await fresh.close();
+      await gateway.stop();
+    }
   });
 });

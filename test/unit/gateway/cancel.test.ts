@@ -137,7 +137,8 @@ describe('local gateway: cancel', function () {
   it('the per-command timeout gives exit −1 with timedOut and partial output', async () => {
     const { P } = await readyRun(t.gw);
     const r = await call(t.gw, 'POST', `${P}/operations:execute`, {
-      body: { command: { argv: ['sh', '-c', 'printf partial; sleep 30'], timeoutMillis: 300 } },
+      // It must print before its timeout: 2 s leaves a loaded machine time to start `sh` (300 ms did not).
+      body: { command: { argv: ['sh', '-c', 'printf partial; sleep 30'], timeoutMillis: 2000 } },
     });
     assert.equal(r.status, 200);
     assert.equal(r.text, `{"command":{"exitCode":-1,"stdout":"${Buffer.from('partial').toString('base64')}","timedOut":true}}\n`);

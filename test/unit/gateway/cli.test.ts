@@ -57,7 +57,8 @@ describe('CLI: sandbox and doctor', function () {
     assert.equal(ok.code, 7);
     assert.equal(ok.out, 'out\n');
     assert.equal(ok.err, 'err\n');
-    const slow = await sandbox(stateDir, ['exec', 'cli-demo', '--timeout-ms', '300', '--shell', 'printf partial; sleep 30']);
+    // The command must print before its timeout: 2 s leaves a loaded machine time to start `sh` (300 ms did not).
+    const slow = await sandbox(stateDir, ['exec', 'cli-demo', '--timeout-ms', '2000', '--shell', 'printf partial; sleep 30']);
     assert.deepEqual([slow.code, slow.out], [124, 'partial']);
     const asJson = await sandbox(stateDir, ['exec', 'cli-demo', '--json', '--', 'echo', 'hello']);
     assert.deepEqual(JSON.parse(asJson.out), { exitCode: 0, stdout: 'hello\n', stderr: '', timedOut: false, cancelled: false });

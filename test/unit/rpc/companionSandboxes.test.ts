@@ -96,7 +96,12 @@ describe('companion server: sandboxes on the local runtime', function () {
     assert.equal(artifacts.length, 1);
     assert.equal(fs.readFileSync(path.join(destination, 'report.txt'), 'utf8'), 'report');
     assert.equal(artifacts[0]!.digest, closed.artifacts![0]!.digest);
-    assert.ok(changes.some((c) => c.sandbox.key === sandbox.key && c.sandbox.phase === 'Succeeded'), 'a sandboxes/changed for Succeeded');
+    // The notification comes from the provider's watch, independently of the request's answer: wait for it.
+    const deadline = Date.now() + 15_000;
+    while (!changes.some((c) => c.sandbox.key === sandbox.key && c.sandbox.phase === 'Succeeded')) {
+      assert.ok(Date.now() < deadline, 'a sandboxes/changed for Succeeded within 15 s');
+      await new Promise((r) => setTimeout(r, 20));
+    }
   });
 
   it('refuses to open a finished sandbox, with the SDK wording', async () => {

@@ -1,0 +1,160 @@
+// A tour of a sandbox window as a new user takes it (issue 24), in a real VS Code (code-server, the
+// packaged extension) driven in headless Chromium, with a screenshot of every step in
+// test/e2e/screenshots/sandbox-window-*.png:
+// the window `npm start` opens (a `.code-workspace` naming one sandbox) → a new terminal is a
+// Sandbox shell, never a host shell → a window reload brings the Sandbox terminal back in the same
+// working directory → New Sandbox from the Sandboxes view's **+** → Add to Workspace visibly
+// finishes (the folder revealed in the Explorer) → Drain with an open editor makes it read-only
+// with a message in words, and the terminal says the sandbox is closed → the local gateway daemon
+// restarts under the window and the other sandbox's terminal keeps working.
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { type Browser, chromium, type Page } from 'playwright-core';
+import { ensureGateway, stopGateway } from '../../server/gateway/daemonClient';
+import { LocalGatewayClient, endpointPathOf } from '../../server/gateway/localClient';
+import { sandboxFolderName, sandboxWorkspaceFile } from '../../protocol/sandboxes';
+import { CHROMIUM_ARGS, type CodeServer, startCodeServer } from '../../scripts/vscodeHost';
+import { packageExtension, REPO_ROOT } from '../../scripts/packageExtension';
+import { Workbench } from './workbench';
+
+describe('e2e: a sandbox window a person can trust', function () {
+  this.timeout(300_000);
+  let work: string;
+  let stateDir: string;
+  let server: CodeServer;
+  let browser: Browser;
+  let page: Page;
+  let wb: Workbench;
+  let api: LocalGatewayClient;
+  let added = '';
+  const gatewayCommand = () => [process.execPath, path.join(REPO_ROOT, 'dist/server.js'), 'gateway'];
+
+  /** Names of the terminals in the panel (the tabs list is always shown: see the settings below). */
+  const terminalNames = async () => (await page.locator('.terminal-tabs-entry .label-name').allInnerTexts()).map((t) => t.trim());
+
+  before(async () => {
+    work = fs.mkdtempSync(path.join(os.tmpdir(), 'sandbox-sessions-e2e-window-'));
+    stateDir = path.join(work, 'state');
+    const vsix = packageExtension();
+    const gateway = await ensureGateway({ stateDir, command: gatewayCommand() });
+    api = new LocalGatewayClient(gateway.url, gateway.token);
+    const created = await api.createRun('default', {
+      apiVersion: 'kruntimes.io/v1alpha1',
+      kind: 'Run',
+      metadata: { name: 'tour-a', namespace: 'default' },
+      spec: { runtime: 'process', mode: { session: { idleTimeoutSeconds: 900 } } },
+    });
+    const run = await api.waitPhase('default', created.metadata.name!, ['Ready']);
+    await api.execute(endpointPathOf(run), { command: { shell: 'printf "hello\\n" > hello.txt && mkdir -p src && printf "x\\n" > src/app.js && printf report > "$KRUNTIME_ARTIFACTS_DIR/report.txt"' } });
+    // The window `npm start` opens: a workspace file naming the sandbox (scripts/start.ts).
+    const ref = { provider: 'local' as const, context: 'local', namespace: 'default', name: 'tour-a' };
+    const workspaceFile = path.join(work, 'workspaces', `${sandboxFolderName(ref)}.code-workspace`);
+    fs.mkdirSync(path.dirname(workspaceFile), { recursive: true });
+    fs.writeFileSync(workspaceFile, sandboxWorkspaceFile(ref));
+
+    server = await startCodeServer({ workDir: work, env: { SANDBOX_SESSIONS_STATE_DIR: stateDir }, installVsix: vsix });
+    // Show the terminal tabs even for one terminal, so their names can be read.
+    const settingsFile = path.join(server.userDataDir, 'User', 'settings.json');
+    const settings = JSON.parse(fs.readFileSync(settingsFile, 'utf8')) as Record<string, unknown>;
+    fs.writeFileSync(settingsFile, JSON.stringify({ ...settings, 'terminal.integrated.tabs.hideCondition': 'never' }));
+    browser = await chromium.launch({ executablePath: '/usr/bin/chromium', headless: true, args: CHROMIUM_ARGS });
+    page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    wb = new Workbench(page, 'sandbox-window');
+    await page.goto(`${server.url}/?workspace=${encodeURIComponent(workspaceFile)}`);
+    await wb.waitForWorkbench();
+    await wb.explorerItem('hello.txt').waitFor({ timeout: 60_000 });
+  });
+
+  afterEach(async function () {
+    if (this.currentTest?.state === 'failed' && wb) await wb.screenshot(`failed-${this.currentTest.title.replace(/\W+/g, '-')}`).catch(() => undefined);
+  });
+
+  after(async () => {
+    await browser?.close().catch(() => undefined);
+    await server?.stop();
+    await stopGateway({ stateDir });
+  });
+
+  it('names the folder `<name> · local`, and a new terminal (Ctrl+`) is a Sandbox shell', async () => {
+    assert.ok(await wb.explorerItem('tour-a · local').isVisible());
+    await wb.screenshot('window');
+    await wb.runCommand('Terminal: Create New Terminal');
+    await wb.waitForTerminalText(/tour-a:\/\$/);
+    assert.deepEqual(await terminalNames(), ['Sandbox: tour-a']);
+    await wb.typeInTerminal('cd src');
+    await wb.waitForTerminalText(/tour-a:\/src\$/);
+    await wb.screenshot('new-terminal');
+  });
+
+  it('brings the Sandbox terminal back after a window reload, in the same directory, and opens no host shell', async () => {
+    await wb.runCommand('Developer: Reload Window');
+    await wb.waitForWorkbench();
+    await wb.explorerItem('hello.txt').waitFor({ timeout: 60_000 });
+    await wb.waitForTerminalText(/tour-a:\/src\$/, 60_000);
+    const text = await wb.terminalText();
+    assert.match(text, /reconnected/i, 'the terminal says it was reconnected');
+    assert.deepEqual(await terminalNames(), ['Sandbox: tour-a']);
+    await wb.typeInTerminal('ls');
+    await wb.waitForTerminalText(/app\.js/);
+    await wb.screenshot('after-reload');
+  });
+
+  it('creates a sandbox from the view’s + and adds it to the workspace, revealed in the Explorer', async () => {
+    await page.locator('.activitybar [aria-label^="Sandboxes"]').first().click();
+    // A view's title actions show while the pointer is over its header.
+    const header = page.locator('.pane-header', { hasText: 'Sandboxes' }).first();
+    await header.hover();
+    await header.locator('[aria-label="New Sandbox…"]').click();
+    await wb.pick('process');
+    const offer = await wb.waitForNotification(/Open sandbox (sbx-[a-z0-9-]+) as a folder/);
+    added = /Open sandbox (sbx-[a-z0-9-]+) as a folder/.exec(await offer.innerText())?.[1] ?? '';
+    assert.ok(added, 'the offer names the new sandbox');
+    for (const choice of ['Add to Workspace', 'Open Here', 'Open in New Window']) {
+      assert.ok(await offer.getByRole('button', { name: choice }).isVisible(), `the offer has ${choice}`);
+    }
+    await wb.screenshot('new-sandbox-offer');
+    await offer.getByRole('button', { name: 'Add to Workspace' }).click();
+    // Visibly finished: the Explorer is shown with the new folder in it, selected.
+    const row = wb.explorerItem(`${added} · local`);
+    await row.waitFor({ timeout: 60_000 });
+    await page.locator('.explorer-folders-view .monaco-list-row.selected', { hasText: `${added} · local` }).waitFor({ timeout: 30_000 });
+    assert.doesNotMatch(await page.title(), /Untitled/);
+    await wb.screenshot('added-to-workspace');
+  });
+
+  it('makes the files of a drained sandbox read-only, says why, and its terminal says it is closed', async () => {
+    await wb.runCommand('View: Show Explorer');
+    await wb.explorerItem('hello.txt').click();
+    const editor = page.locator('.editor-instance .monaco-editor').first();
+    await editor.waitFor();
+    await wb.runCommand('Sandbox Sessions: Close Sandbox (Drain)');
+    // Why, and what to do: the files are read-only now; download the artifacts or open a new sandbox.
+    const notice = await wb.waitForNotification(/tour-a closed with 1 artifact\(s\)\. Its files are read-only now; open a new sandbox/);
+    assert.ok(await notice.getByRole('button', { name: 'Download Artifacts…' }).isVisible());
+    // The open editor turns read-only: typing into it is refused by VS Code.
+    await editor.click();
+    await page.keyboard.type('more');
+    await page.locator('.monaco-editor-overlaymessage', { hasText: /read-only/i }).waitFor({ timeout: 30_000 });
+    await wb.screenshot('drained-editor');
+    // The terminal of the closed sandbox says so in words.
+    await page.locator('.terminal-tabs-entry', { hasText: 'Sandbox: tour-a' }).first().click();
+    await wb.typeInTerminal('ls');
+    const text = await wb.waitForTerminalText(/tour-a is closed/);
+    assert.doesNotMatch(text, /not ready|CompanionRequestError/i);
+    await wb.screenshot('drained-terminal');
+  });
+
+  it('keeps working across a restart of the local gateway daemon', async () => {
+    await wb.runCommand('Terminal: Create New Terminal');
+    // A window of two folders asks where; the terminal goes to the Ready sandbox (tour-a is closed now).
+    await wb.pick(`${added} · local`);
+    await wb.waitForTerminalText(new RegExp(`${added}:/\\$`));
+    await stopGateway({ stateDir });
+    await ensureGateway({ stateDir, command: gatewayCommand() });
+    await wb.typeInTerminal('echo after-restart');
+    await wb.waitForTerminalText(/^after-restart$/m, 60_000);
+    await wb.screenshot('daemon-restart');
+  });
+});
