@@ -17,7 +17,7 @@ import { defaultStateDir, StateLayout } from '../local/stateRoot';
 import { CommandLostError } from '../local/commandLost';
 import { GROUP_EXIT_BOUND_MS, killGroupAndWait } from '../local/procInfo';
 import { bool, type CommandHelp, flag, parseVerb, UsageError, verbHelp, writeLine } from './args';
-import type { CommandIo as CliIo } from './io';
+import { type CommandIo as CliIo, readAll } from './io';
 
 /** Every verb of `sandbox`, with its synopsis (the help text); the dispatcher accepts only these. */
 const VERBS = {
@@ -25,7 +25,7 @@ const VERBS = {
     [--queue-size N] [--operation-timeout DUR] [--env K=V]... [--no-wait]`,
   list: 'list [--all-namespaces]',
   get: 'get NAME',
-  exec: 'exec NAME [--shell CMD | -- ARGV...] [--workdir DIR] [--timeout-ms N] [--isolate-network] [--operation-id ID]',
+  exec: 'exec NAME [--shell CMD | -- ARGV...] [--stdin] [--workdir DIR] [--timeout-ms N] [--isolate-network] [--operation-id ID]',
   cancel: 'cancel NAME OPERATION_ID',
   close: 'close NAME [--immediate] [--no-wait]',
   delete: 'delete NAME',
@@ -38,7 +38,9 @@ type Verb = keyof typeof VERBS;
 export const SANDBOX_HELP: CommandHelp = verbHelp('sandbox', VERBS, 'common: --namespace NS (default "default"), --state-dir DIR, --json');
 const USAGE = SANDBOX_HELP.usage;
 
-const BOOLEANS = ['json', 'no-wait', 'all-namespaces', 'isolate-network', 'immediate', 'follow', 'timestamps'];
+const BOOLEANS = ['json', 'no-wait', 'all-namespaces', 'isolate-network', 'immediate', 'follow', 'timestamps', 'stdin'];
+/** Raw stdin that still fits the gateway's 1 MiB request once base64-encoded (with the request around it). */
+const STDIN_LIMIT_BYTES = 700 * 1024;
 const VALUES = ['name', 'runtime', 'idle-timeout', 'timeout', 'queue-size', 'operation-timeout', 'env', 'namespace', 'state-dir', 'shell', 'workdir', 'timeout-ms', 'operation-id', 'tail', 'since', 'since-time'];
 
 export interface SandboxCommandOptions {
@@ -133,9 +135,12 @@ export async function runSandboxCommand(argv: string[], io: CliIo, opts: Sandbox
         const shell = flag(args, 'shell');
         if ((shell === undefined) === (args.rest.length === 0)) throw new UsageError('exec needs either --shell CMD or -- ARGV...');
         const timeoutMs = flag(args, 'timeout-ms');
+        // --stdin: this process's stdin becomes the command's (it travels base64 in the one request).
+        const stdin = bool(args, 'stdin') ? await readAll(io.stdin ?? process.stdin, STDIN_LIMIT_BYTES) : undefined;
         const op = {
           command: {
             ...(shell !== undefined ? { shell } : { argv: args.rest }),
+            ...(stdin !== undefined ? { stdin: stdin.toString('base64') } : {}),
             ...(flag(args, 'workdir') ? { workingDirectory: flag(args, 'workdir') } : {}),
             ...(timeoutMs ? { timeoutMillis: Number(timeoutMs) } : {}),
             ...(bool(args, 'isolate-network') ? { isolateNetwork: true } : {}),

@@ -7,11 +7,11 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { stopGateway } from '../../server/gateway/daemonClient';
-import { CHROMIUM_ARGS, type CodeServer, startCodeServer } from '../../scripts/vscodeHost';
+import { type CodeServer, startCodeServer } from '../../scripts/vscodeHost';
 import { packageExtension } from '../../scripts/packageExtension';
-import { Workbench } from './workbench';
+import { launchWorkbench, type Workbench } from './workbench';
 
 describe('e2e: the kubeconfig link opens the setting', function () {
   this.timeout(180_000);
@@ -33,15 +33,13 @@ describe('e2e: the kubeconfig link opens the setting', function () {
       env: { SANDBOX_SESSIONS_STATE_DIR: stateDir, KUBECONFIG: path.join(work, 'no-such-kubeconfig') },
       installVsix: vsix,
     });
-    browser = await chromium.launch({ executablePath: '/usr/bin/chromium', headless: true, args: CHROMIUM_ARGS });
-    page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
-    wb = new Workbench(page, 'kubeconfig-link');
+    ({ browser, page, wb } = await launchWorkbench('kubeconfig-link'));
     await page.goto(`${server.url}/?folder=${encodeURIComponent(path.join(work, 'folder'))}`);
     await wb.waitForWorkbench();
   });
 
   afterEach(async function () {
-    if (this.currentTest?.state === 'failed' && wb) await wb.screenshot(`failed-${this.currentTest.title.replace(/\W+/g, '-')}`).catch(() => undefined);
+    await wb?.screenshotIfFailed(this.currentTest);
   });
 
   after(async () => {

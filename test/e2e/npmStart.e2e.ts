@@ -9,10 +9,9 @@ import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { type Browser, chromium, type Page } from 'playwright-core';
-import { CHROMIUM_ARGS } from '../../scripts/vscodeHost';
+import type { Browser, Page } from 'playwright-core';
 import { REPO_ROOT } from '../../scripts/packageExtension';
-import { Workbench } from './workbench';
+import { launchWorkbench, type Workbench } from './workbench';
 
 /** PATH as a user's shell has it: without this project's node_modules/.bin and without a desktop `code`. */
 function userPath(): string {
@@ -84,9 +83,7 @@ describe('e2e: `npm start` as a new user runs it', function () {
     );
     url = printed.url;
     sandbox = /sandbox (\S+) is Ready/.exec(output)?.[1] ?? assert.fail(`no sandbox name in:\n${output}`);
-    browser = await chromium.launch({ executablePath: '/usr/bin/chromium', headless: true, args: CHROMIUM_ARGS });
-    page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
-    wb = new Workbench(page, 'npm-start');
+    ({ browser, page, wb } = await launchWorkbench('npm-start'));
     await page.goto(url);
     await page.locator('input[type=password]').fill(printed.password);
     await page.keyboard.press('Enter');
@@ -94,7 +91,7 @@ describe('e2e: `npm start` as a new user runs it', function () {
   });
 
   afterEach(async function () {
-    if (this.currentTest?.state === 'failed' && wb) await wb.screenshot(`failed-${this.currentTest.title.replace(/\W+/g, '-')}`).catch(() => undefined);
+    await wb?.screenshotIfFailed(this.currentTest);
   });
 
   after(async () => {

@@ -11,15 +11,15 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import type { GatewayApi } from '../../server/gateway/apiEra';
 import { ensureGateway, stopGateway } from '../../server/gateway/daemonClient';
 import { LocalGatewayClient, endpointPathOf } from '../../server/gateway/localClient';
 import type { ExecRecord } from '../../server/local/execRecord';
 import type { Run } from '../../protocol/kruntimes/run';
-import { CHROMIUM_ARGS, type CodeServer, startCodeServer } from '../../scripts/vscodeHost';
+import { type CodeServer, startCodeServer } from '../../scripts/vscodeHost';
 import { packageExtension, REPO_ROOT } from '../../scripts/packageExtension';
-import { Workbench } from './workbench';
+import { launchWorkbench, type Workbench } from './workbench';
 
 /**
  * The processes of group `pgid` that still run: /proc entries in that group that are not zombies
@@ -99,15 +99,13 @@ for (const { api: gatewayApi, flow } of MODES) {
       await api.execute(endpointPathOf(run), { command: { shell: 'printf "hello\\n" > hello.txt && mkdir -p src && printf "console.log(1)\\n" > src/app.js' } });
 
       server = await startCodeServer({ workDir: work, env: { SANDBOX_SESSIONS_STATE_DIR: stateDir }, installVsix: vsix });
-      browser = await chromium.launch({ executablePath: '/usr/bin/chromium', headless: true, args: CHROMIUM_ARGS });
-      page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
-      wb = new Workbench(page, flow);
+      ({ browser, page, wb } = await launchWorkbench(flow));
       await page.goto(server.url);
       await wb.waitForWorkbench();
     });
 
     afterEach(async function () {
-      if (this.currentTest?.state === 'failed' && wb) await wb.screenshot(`failed-${this.currentTest.title.replace(/\W+/g, '-')}`).catch(() => undefined);
+      await wb?.screenshotIfFailed(this.currentTest);
     });
 
     after(async () => {

@@ -11,13 +11,13 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { ensureGateway, stopGateway } from '../../server/gateway/daemonClient';
 import { LocalGatewayClient, endpointPathOf } from '../../server/gateway/localClient';
 import { sandboxFolderName, sandboxWorkspaceFile } from '../../protocol/sandboxes';
-import { CHROMIUM_ARGS, type CodeServer, startCodeServer } from '../../scripts/vscodeHost';
+import { type CodeServer, startCodeServer } from '../../scripts/vscodeHost';
 import { packageExtension, REPO_ROOT } from '../../scripts/packageExtension';
-import { Workbench } from './workbench';
+import { launchWorkbench, type Workbench } from './workbench';
 
 describe('e2e: a sandbox window a person can trust', function () {
   this.timeout(300_000);
@@ -59,16 +59,14 @@ describe('e2e: a sandbox window a person can trust', function () {
     const settingsFile = path.join(server.userDataDir, 'User', 'settings.json');
     const settings = JSON.parse(fs.readFileSync(settingsFile, 'utf8')) as Record<string, unknown>;
     fs.writeFileSync(settingsFile, JSON.stringify({ ...settings, 'terminal.integrated.tabs.hideCondition': 'never' }));
-    browser = await chromium.launch({ executablePath: '/usr/bin/chromium', headless: true, args: CHROMIUM_ARGS });
-    page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
-    wb = new Workbench(page, 'sandbox-window');
+    ({ browser, page, wb } = await launchWorkbench('sandbox-window'));
     await page.goto(`${server.url}/?workspace=${encodeURIComponent(workspaceFile)}`);
     await wb.waitForWorkbench();
     await wb.explorerItem('hello.txt').waitFor({ timeout: 60_000 });
   });
 
   afterEach(async function () {
-    if (this.currentTest?.state === 'failed' && wb) await wb.screenshot(`failed-${this.currentTest.title.replace(/\W+/g, '-')}`).catch(() => undefined);
+    await wb?.screenshotIfFailed(this.currentTest);
   });
 
   after(async () => {

@@ -6,13 +6,13 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { sandboxKey } from '../../protocol/sandboxes';
 import { ensureGateway, stopGateway } from '../../server/gateway/daemonClient';
 import { endpointPathOf, LocalGatewayClient } from '../../server/gateway/localClient';
 import { packageExtension, REPO_ROOT } from '../../scripts/packageExtension';
-import { CHROMIUM_ARGS, type CodeServer, startCodeServer } from '../../scripts/vscodeHost';
-import { Workbench } from './workbench';
+import { type CodeServer, startCodeServer } from '../../scripts/vscodeHost';
+import { launchWorkbench, type Workbench } from './workbench';
 
 describe('e2e: save → fork → activate → compare', function () {
   this.timeout(180_000);
@@ -46,9 +46,7 @@ describe('e2e: save → fork → activate → compare', function () {
         SANDBOX_SESSIONS_ACTIVATION_COMMAND: JSON.stringify([process.execPath, path.join(REPO_ROOT, 'test/fixtures/agent/agent.mts'), 'activate']),
       },
     });
-    browser = await chromium.launch({ executablePath: '/usr/bin/chromium', headless: true, args: CHROMIUM_ARGS });
-    page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
-    wb = new Workbench(page, 'sessions');
+    ({ browser, page, wb } = await launchWorkbench('sessions'));
     const folder = `sandbox://${sandboxKey({ provider: 'local', context: 'local', namespace: 'default', name: 'e2e-work' })}/`;
     await page.goto(`${server.url}/?folder=${encodeURIComponent(folder)}`);
     await wb.waitForWorkbench();
@@ -56,7 +54,7 @@ describe('e2e: save → fork → activate → compare', function () {
   });
 
   afterEach(async function () {
-    if (this.currentTest?.state === 'failed' && wb) await wb.screenshot(`failed-${this.currentTest.title.replace(/\W+/g, '-')}`).catch(() => undefined);
+    await wb?.screenshotIfFailed(this.currentTest);
   });
 
   after(async () => {

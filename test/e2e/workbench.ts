@@ -3,9 +3,17 @@
 // saves a screenshot of each step for a person to look at.
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Locator, Page } from 'playwright-core';
+import { type Browser, chromium, type Locator, type Page } from 'playwright-core';
+import { CHROMIUM_ARGS } from '../../scripts/vscodeHost';
 
 export const SCREENSHOTS = path.resolve(__dirname, 'screenshots');
+
+/** Headless Chromium with one page, and the Workbench that drives it (screenshots under `flow`). */
+export async function launchWorkbench(flow: string): Promise<{ browser: Browser; page: Page; wb: Workbench }> {
+  const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', headless: true, args: CHROMIUM_ARGS });
+  const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+  return { browser, page, wb: new Workbench(page, flow) };
+}
 
 export class Workbench {
   private step = 0;
@@ -16,6 +24,11 @@ export class Workbench {
     fs.mkdirSync(SCREENSHOTS, { recursive: true });
     // Each run replaces this flow's pictures.
     for (const f of fs.readdirSync(SCREENSHOTS)) if (f.startsWith(`${flow}-`)) fs.rmSync(path.join(SCREENSHOTS, f));
+  }
+
+  /** For a mocha afterEach: a picture of the screen when the test failed. */
+  async screenshotIfFailed(test: { state?: string; title: string } | undefined): Promise<void> {
+    if (test?.state === 'failed') await this.screenshot(`failed-${test.title.replace(/\W+/g, '-')}`).catch(() => undefined);
   }
 
   async screenshot(name: string): Promise<void> {

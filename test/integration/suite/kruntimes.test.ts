@@ -137,7 +137,10 @@ describe('kruntimes sandboxes (cluster simulator)', () => {
     const [message] = children;
     assert.ok(message?.kind === 'message');
     assert.match(message.text, /no kubeconfig found/);
-    assert.deepEqual(tree.getTreeItem(message).command?.arguments, ['sandboxSessions.kubeconfig']);
+    // code-server is a remote window: the machine-scoped setting is on the Settings editor's Remote tab.
+    const command = tree.getTreeItem(message).command;
+    assert.equal(command?.command, vscode.env.remoteName ? 'workbench.action.openRemoteSettings' : 'workbench.action.openSettings');
+    assert.deepEqual(command?.arguments, [{ query: '@id:sandboxSessions.kubeconfig' }]);
   });
 
   it('refuses a Runtime name or a context that cannot exist, creating nothing', async () => {

@@ -6,6 +6,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { Readable } from 'node:stream';
 import { captureIo } from '../../fixtures/cliCapture';
 import { runSandboxCommand } from '../../../server/cli/sandbox';
 import { ensureGateway, stopGateway } from '../../../server/gateway/daemonClient';
@@ -37,9 +38,10 @@ describe('CLI: sandbox exec against an era-D gateway', function () {
   let stateDir: string;
   let workspace: string;
 
-  const cli = async (args: string[]) => {
+  const cli = async (args: string[], stdin?: Buffer) => {
     const { io, out, err } = captureIo();
-    const code = await runSandboxCommand([...args.slice(0, 1), '--state-dir', stateDir, ...args.slice(1)], io, { gatewayCommand: GATEWAY });
+    const withStdin = stdin !== undefined ? { ...io, stdin: Readable.from([stdin]) } : io;
+    const code = await runSandboxCommand([...args.slice(0, 1), '--state-dir', stateDir, ...args.slice(1)], withStdin, { gatewayCommand: GATEWAY });
     return { code, out: out(), err: err() };
   };
 
@@ -68,6 +70,16 @@ describe('CLI: sandbox exec against an era-D gateway', function () {
     const json = await cli(['exec', 'era-d-cli', '--json', '--', 'sh', '-c', 'printf hi']);
     assert.equal(json.code, 0, json.err);
     assert.match(json.out, /"exitCode":\s*0/);
+  });
+
+  it('--stdin feeds this process\'s stdin to the command; too much is refused before anything runs', async () => {
+    const input = Buffer.from('line one\nline two\n\u00e9\n');
+    const r = await cli(['exec', 'era-d-cli', '--stdin', '--', 'sh', '-c', 'cat; exit 5'], input);
+    assert.deepEqual([r.code, r.out], [5, input.toString()], r.err);
+    const big = await cli(['exec', 'era-d-cli', '--stdin', '--', 'sh', '-c', 'touch ran'], Buffer.alloc(800 * 1024, 0x61));
+    assert.equal(big.code, 1);
+    assert.match(big.err, /stdin is larger than \d+ bytes/);
+    await assert.rejects(fs.access(path.join(workspace, 'ran')));
   });
 
   it('Ctrl+C exits 130 and the remote command is gone', async () => {
