@@ -467,15 +467,20 @@ export class SandboxFiles {
    * sent once more over a new connection — the companion server starts the daemon on the way.
    */
   private async call<T>(fn: (client: GatewayClient) => Promise<T>, p: string): Promise<T> {
+    let client: GatewayClient | undefined;
     try {
+      client = await this.client();
       try {
-        return await fn(await this.client());
+        return await fn(client);
       } catch (err) {
         if (!neverSent(err)) throw err;
-        this.connection.invalidate();
-        return await fn(await this.client());
+        this.connection.invalidate(client);
+        client = await this.client();
+        return await fn(client);
       }
     } catch (err) {
+      // A new endpoint or token may fix these: the next call connects again (unless another already did).
+      if ((err instanceof GatewayError && err.status === 401) || err instanceof GatewayTransportError) this.connection.invalidate(client);
       throw this.mapError(err, p);
     }
   }
@@ -485,7 +490,6 @@ export class SandboxFiles {
     const text = describeGatewayFailure(err, this.connection.label);
     if (err instanceof GatewayError) {
       const m = err.message;
-      if (err.status === 401) this.connection.invalidate();
       if (err.status === 404) return new FsError('FileNotFound', `${p}: ${m}`);
       if (err.status === 400 && /resolve file parent|no such file/.test(m)) return new FsError('FileNotFound', `${p}: ${m}`);
       if (err.status === 500 && /destination already exists/.test(m)) return new FsError('FileExists', `${p} already exists`);
@@ -494,10 +498,7 @@ export class SandboxFiles {
       if (err.status === 401 || err.status === 403 || err.status === 409 || err.status === 400) return new FsError('NoPermissions', text);
       return new FsError('Unavailable', text);
     }
-    if (err instanceof GatewayTransportError) {
-      this.connection.invalidate();
-      return new FsError('Unavailable', text);
-    }
+    if (err instanceof GatewayTransportError) return new FsError('Unavailable', text);
     return new FsError('Unavailable', text);
   }
 }

@@ -11,8 +11,12 @@ export interface SandboxConnection {
   readonly label: string;
   /** A client for the sandbox's gateway; reconnects after the endpoint or token changed. */
   client(): Promise<GatewayClient>;
-  /** Called after a call failed in a way a new endpoint or token might fix (401, transport). */
-  invalidate(): void;
+  /**
+   * Called after a call failed in a way a new endpoint or token might fix (401, transport). With
+   * the client that failed, it is a no-op once another caller has already reconnected: concurrent
+   * failures of one outage must not close the fresh client a third caller is using.
+   */
+  invalidate(failed?: GatewayClient): void;
   capabilities(): GatewayCapabilities | undefined;
   /** The last phase the companion server reported, if known. */
   phase(): RunPhase | undefined;

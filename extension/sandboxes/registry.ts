@@ -13,6 +13,8 @@ import { CLOSED_PHASES } from './errorText';
 
 class RegistryConnection implements SandboxConnection {
   private current: Promise<{ client: GatewayClient; capabilities: GatewayCapabilities | undefined }> | undefined;
+  /** The client `current` resolved to (undefined while a new one is being opened). */
+  private resolved: GatewayClient | undefined;
   private caps: GatewayCapabilities | undefined;
   private leased = false;
 
@@ -36,6 +38,7 @@ class RegistryConnection implements SandboxConnection {
       const opening = this.registry.companion.request('sandboxes/open', { ref: this.ref }).then((c) => {
         // Reads may meet informer lag right after Ready; retry them briefly.
         const client = new GatewayClient({ endpoint: c.endpoint, token: c.token, tls: c.tls, readRetryWindowMs: 5000 });
+        if (this.current === opening) this.resolved = client;
         this.caps = c.capabilities;
         this.leased = c.lease !== undefined;
         return { client, capabilities: c.capabilities };
@@ -51,9 +54,12 @@ class RegistryConnection implements SandboxConnection {
     return this.current.then((c) => c.client);
   }
 
-  invalidate(): void {
+  invalidate(failed?: GatewayClient): void {
+    // Someone already reconnected (or is reconnecting) since `failed` was handed out: keep that.
+    if (failed !== undefined && this.resolved !== failed) return;
     const old = this.current;
     this.current = undefined;
+    this.resolved = undefined;
     void old?.then((c) => c.client.close()).catch(() => undefined);
   }
 

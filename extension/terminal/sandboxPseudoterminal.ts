@@ -127,12 +127,13 @@ export class SandboxTaskTerminal implements vscode.Pseudoterminal {
     try {
       const command = { shell: this.command, ...(this.cwd ? { workingDirectory: this.cwd } : {}) };
       let events: AsyncGenerator<StreamEvent>;
+      const client = await this.connection.client();
       try {
-        events = await this.firstEvent((await this.connection.client()).stream({ command }, { signal: this.controller.signal }));
+        events = await this.firstEvent(client.stream({ command }, { signal: this.controller.signal }));
       } catch (err) {
         if (!neverSent(err) || this.controller.signal.aborted) throw err;
         // Nothing ran (the gateway did not answer): connect again, which starts a stopped local daemon.
-        this.connection.invalidate();
+        this.connection.invalidate(client);
         events = await this.firstEvent((await this.connection.client()).stream({ command }, { signal: this.controller.signal }));
       }
       for await (const event of events) {

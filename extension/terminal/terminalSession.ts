@@ -4,7 +4,7 @@
 // sandbox, Ctrl+C cancelling the running operation, and failures explained in words.
 import path from 'node:path/posix';
 import { GatewayError, GatewayTransportError } from '../../protocol/kruntimes/gatewayErrors';
-import { decodeCommandResult } from '../../protocol/kruntimes/gatewayClient';
+import { decodeCommandResult, type GatewayClient } from '../../protocol/kruntimes/gatewayClient';
 import { GrpcCode } from '../../protocol/kruntimes/gateway';
 import type { SandboxConnection } from '../sandboxes/connection';
 import { CLOSED_PHASES, closedSandboxText, describeGatewayFailure, neverSent } from '../sandboxes/errorText';
@@ -162,22 +162,25 @@ export class TerminalSession {
     }
     const controller = new AbortController();
     this.running = controller;
+    let client: GatewayClient | undefined;
     try {
+      client = await this.options.connection.client();
       try {
-        await this.execute(trimmed, controller.signal);
+        await this.execute(client, trimmed, controller.signal);
       } catch (err) {
         if (!neverSent(err) || controller.signal.aborted) throw err;
         // The gateway did not answer, so nothing ran (the local daemon stopped, or the endpoint
         // moved): connect again — the companion server starts the daemon — and run it once more.
-        this.options.connection.invalidate();
+        this.options.connection.invalidate(client);
         this.options.write(`${DIM}Reconnecting to ${this.options.connection.label}…${RESET}\r\n`);
-        await this.execute(trimmed, controller.signal);
+        client = await this.options.connection.client();
+        await this.execute(client, trimmed, controller.signal);
       }
     } catch (err) {
       if (controller.signal.aborted) this.options.write(`${YELLOW}[cancelled]${RESET}\r\n`);
       else this.options.write(`${RED}${this.describeFailure(err)}${RESET}\r\n`);
       // A new token or endpoint (the local gateway restarted, a token expired) is fetched on the next command.
-      if ((err instanceof GatewayError && err.status === 401) || err instanceof GatewayTransportError) this.options.connection.invalidate();
+      if ((err instanceof GatewayError && err.status === 401) || err instanceof GatewayTransportError) this.options.connection.invalidate(client);
     } finally {
       this.running = undefined;
       this.runningOperationId = undefined;
@@ -193,8 +196,7 @@ export class TerminalSession {
     return describeGatewayFailure(err, this.options.connection.label);
   }
 
-  private async execute(shell: string, signal: AbortSignal): Promise<void> {
-    const client = await this.options.connection.client();
+  private async execute(client: GatewayClient, shell: string, signal: AbortSignal): Promise<void> {
     const command = { shell, ...(this.cwd ? { workingDirectory: this.cwd } : {}) };
     const out = new OutputWriter(this.options.write);
     if (!this.streamUnsupported) {

@@ -45,7 +45,9 @@ describe('local gateway outage', () => {
     const before = (await transcript()).length;
     const started = Date.now();
     terminal.sendText('echo after-outage', true);
-    await until(async () => (await transcript()).slice(before).includes('\nafter-outage\r\n'), 'the command after the outage', 10_000);
+    await until(async () => (await transcript()).slice(before).includes('\nafter-outage\r\n'), 'the command after the outage', 10_000).catch(async (err: unknown) => {
+      throw new Error(`${(err as Error).message}; the terminal shows:\n${(await transcript()).slice(before)}`);
+    });
     const tookMs = Date.now() - started;
     const shown = (await transcript()).slice(before);
     assert.doesNotMatch(shown, /ECONNREFUSED|127\.0\.0\.1|http:\/\//, `no internal URL or socket error on the screen:\n${shown}`);
