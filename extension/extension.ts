@@ -23,6 +23,7 @@ import { SessionTreeProvider } from './views/sessionTree';
 import { OperationsTreeProvider } from './views/operationsTree';
 import { SandboxLogChannels } from './views/sandboxLogChannels';
 import { SandboxLogFollows } from './sandboxes/logFollows';
+import { messageOf } from './sandboxes/errorText';
 import { createSandboxResolver, type SandboxTarget } from './sandboxes/sandboxPicker';
 
 /** What the extension exposes to other extensions and to its integration tests. */
@@ -148,7 +149,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<Sandbo
       return connection ? vscode.window.createTerminal(sandboxTerminalOptions(connection, terminals)) : undefined;
     }, log),
   );
-  await finishPendingOpen(context, registry, terminals, log);
+  // Not awaited: revealing the folder reads it through this extension's file system, which VS Code
+  // serves only once activate() has returned — awaiting it here would never finish.
+  void finishPendingOpen(context, registry, terminals, log).catch((err: unknown) => log.warn(`finishing a pending open: ${messageOf(err)}`));
   log.info('activated');
   return {
     companion,
