@@ -6,6 +6,7 @@ import * as vscode from 'vscode';
 import { parseSandboxKey } from '../protocol/sandboxes';
 import { CompanionClient, REPOSITORY_PASSWORD_SECRET } from './companion/companionClient';
 import { registerSandboxCommands } from './commands/sandboxCommands';
+import { registerOpenSandboxCommands } from './commands/openSandboxCommands';
 import { registerSessionCommands } from './commands/sessionCommands';
 import { REVISION_SCHEME, RevisionFileSystemProvider } from './fs/revisionFileSystemProvider';
 import { SANDBOX_SCHEME, SandboxFileSystemProvider, sandboxUri } from './fs/sandboxFileSystemProvider';
@@ -16,15 +17,25 @@ import { SandboxRegistry } from './sandboxes/registry';
 import { SandboxUsage } from './sandboxes/sandboxUsage';
 import { SandboxPseudoterminal, sandboxTerminalOptions, SandboxTaskTerminal, type TerminalFactoryDeps } from './terminal/sandboxPseudoterminal';
 import { guardHostShells } from './terminal/hostShellGuard';
+import { InteractivePseudoterminal, registerInteractiveTerminal } from './terminal/interactiveTerminal';
 import { SandboxTerminalRestore } from './terminal/terminalRestore';
 import { SandboxStatusBar } from './views/statusBar';
 import { SandboxTreeProvider } from './views/sandboxTree';
 import { SessionTreeProvider } from './views/sessionTree';
+import { registerOperationActions } from './views/operationActions';
 import { OperationsTreeProvider } from './views/operationsTree';
+import { WindowCommands } from './sandboxes/windowCommands';
 import { SandboxLogChannels } from './views/sandboxLogChannels';
 import { SandboxLogFollows } from './sandboxes/logFollows';
+import { LiveSandboxChanges } from './fs/liveSandboxChanges';
 import { messageOf } from './sandboxes/errorText';
-import { createSandboxResolver, type SandboxTarget } from './sandboxes/sandboxPicker';
+import { createSandboxResolver, type SandboxResolver, type SandboxTarget } from './sandboxes/sandboxPicker';
+import { registerSandboxSearch, type SandboxSearch } from './search/registerSearch';
+import { type McpServerPublication, registerMcpServerProvider } from './mcp/mcpServerProvider';
+import { registerPorts } from './ports/portCommands';
+import type { PortForwards } from './ports/portForwards';
+import type { PortsTreeProvider } from './ports/portsTree';
+import type { TerminalPortLinks } from './ports/terminalPortLinks';
 
 /** What the extension exposes to other extensions and to its integration tests. */
 export interface SandboxSessionsApi {
@@ -33,7 +44,7 @@ export interface SandboxSessionsApi {
   fileSystem: SandboxFileSystemProvider;
   tree: SandboxTreeProvider;
   sessions: SessionTreeProvider;
-  /** What a Sandbox terminal has shown (last 64 KiB), or undefined for other terminals. */
+  /** What a Sandbox terminal (line-based or interactive) has shown (last 64 KiB), or undefined for other terminals. */
   terminalTranscript(terminal: vscode.Terminal): string | undefined;
   /** What the Sandbox status bar item shows (undefined while hidden). */
   statusBarText(): string | undefined;
@@ -43,6 +54,14 @@ export interface SandboxSessionsApi {
   sandboxLogText(key: string): string | undefined;
   /** The width VS Code gave a Sandbox terminal, in columns (undefined before it did, or for other terminals). */
   terminalColumns(terminal: vscode.Terminal): number | undefined;
+  /** Whether Quick Open / Find in Files search sandbox folders here (else the fallback commands do). */
+  search: Pick<SandboxSearch, 'providersRegistered' | 'unavailableReason'>;
+  /** Live changes: the sandboxes shown in this window whose log it follows for other clients' changes. */
+  live: LiveSandboxChanges;
+  /** The MCP server definition provider this extension published for agent mode. */
+  mcp: McpServerPublication;
+  /** This window's port forwards (the Ports section) and the link provider of Sandbox terminals. */
+  ports: { forwards: PortForwards; links: TerminalPortLinks; tree: PortsTreeProvider };
 }
 
 export async function activate(context: vscode.ExtensionContext): Promise<SandboxSessionsApi | undefined> {
@@ -50,15 +69,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<Sandbo
   context.subscriptions.push(log);
   log.info(`Sandbox Sessions ${String(context.extension.packageJSON.version)} activating`);
 
-  let companion: CompanionClient;
-  try {
-    companion = await CompanionClient.start(context, log);
-  } catch (err) {
-    const message = err instanceof Error ? err.message : String(err);
-    log.error(`the companion server did not start: ${message}`);
-    void vscode.window.showErrorMessage(`Sandbox Sessions cannot start its companion server: ${message}`, 'Show Logs').then((a) => a && log.show());
-    return undefined;
-  }
+  const companion = await startCompanion(context, log);
+  if (!companion) return undefined;
   context.subscriptions.push(companion);
   void vscode.commands.executeCommand('setContext', 'sandboxSessions.serverReady', true);
 
@@ -69,12 +81,14 @@ export async function activate(context: vscode.ExtensionContext): Promise<Sandbo
   const statusBar = new SandboxStatusBar(registry);
   const resolveSandbox = createSandboxResolver(companion, registry);
   const logFollows = new SandboxLogFollows(companion);
-  const operations = new OperationsTreeProvider(logFollows);
+  const windowCommands = new WindowCommands();
+  const operations = new OperationsTreeProvider(logFollows, windowCommands);
   const logChannels = new SandboxLogChannels(logFollows);
-  const profileTerminals = new WeakSet<vscode.Pseudoterminal>();
+  const live = new LiveSandboxChanges(registry, fileSystem, logFollows, log);
   const terminals: TerminalFactoryDeps = {
     globalState: context.globalState,
     onCommandFinished: (key, cwd) => fileSystem.commandRanIn(key, cwd),
+    commands: windowCommands,
   };
   context.subscriptions.push(
     registry,
@@ -86,55 +100,61 @@ export async function activate(context: vscode.ExtensionContext): Promise<Sandbo
     sessions,
     vscode.window.registerTreeDataProvider('sandboxSessions.sessions', sessions),
     logFollows,
+    live,
     operations,
     logChannels,
     vscode.window.registerTreeDataProvider('sandboxSessions.operations', operations),
-    vscode.commands.registerCommand('sandboxSessions.showSandboxLog', async (target?: SandboxTarget) => {
-      const sandbox = await resolveSandbox(target ?? activeSandboxKey(), undefined, 'Select a sandbox to show its log');
-      if (sandbox) logChannels.show(sandbox.ref);
-    }),
-    vscode.commands.registerCommand('sandboxSessions.refreshOperations', () => {
-      const key = operations.sandboxKey;
-      operations.retarget(undefined);
-      operations.retarget(key);
-    }),
+    ...registerLogCommands(resolveSandbox, logChannels, operations),
+    ...registerOperationActions({ operations, commands: windowCommands, registry, terminals }),
     statusBar,
     new SandboxUsage(registry, log),
     ...registerSandboxCommands({ context, companion, registry, tree, log, terminals, finishPendingOpen: () => finishPendingOpen(context, registry, terminals, log) }),
     ...registerSessionCommands({ companion, registry, sessions, log, storage: context.globalStorageUri }),
-    vscode.window.registerTerminalProfileProvider('sandboxSessions.shell', {
-      provideTerminalProfile: async () => {
-        const key = readySandboxKey(registry) ?? (await pickReadySandbox(registry));
-        const connection = key ? registry.connection(key) : undefined;
-        if (!connection) throw new Error('Open a Ready sandbox first (Sandbox Sessions: Open Sandbox…).');
-        const options = sandboxTerminalOptions(connection, terminals);
-        profileTerminals.add(options.pty);
-        return new vscode.TerminalProfile(options);
-      },
-    }),
-    // VS Code may hide the panel while it waits for a profile's terminal (hideOnStartup), so show it once it opens.
-    vscode.window.onDidOpenTerminal((t) => {
-      const pty = (t.creationOptions as Partial<vscode.ExtensionTerminalOptions>).pty;
-      if (pty && profileTerminals.delete(pty)) t.show();
-    }),
-    vscode.commands.registerCommand('sandboxSessions.setRepositoryPassword', async () => {
-      const password = await vscode.window.showInputBox({ prompt: 'Password of the PostgreSQL session repository', password: true, ignoreFocusOut: true });
-      if (password === undefined) return;
-      await context.secrets.store(REPOSITORY_PASSWORD_SECRET, password);
-      await offerRestart('The repository password was saved in secret storage.');
-    }),
-    vscode.workspace.onDidChangeConfiguration(async (e) => {
-      // Settings the companion server reads when it starts (see serverEnvironment).
-      const serverSettings = ['repository', 'server.nodePath', 'activation.command', 'kubeconfig'];
-      if (serverSettings.some((s) => e.affectsConfiguration(`sandboxSessions.${s}`))) {
-        await offerRestart('Sandbox Sessions settings changed.');
-      }
-    }),
+    ...registerOpenSandboxCommands({ context, companion, log }),
+    ...registerInteractiveTerminal({ registry, resolveSandbox }),
+    ...registerTerminalProfile(registry, terminals),
+    ...registerServerSettings(context),
     vscode.tasks.registerTaskProvider('sandbox', {
       provideTasks: () => [],
       resolveTask: (task) => resolveSandboxTask(task, registry, terminals),
     }),
   );
+  const search = registerSandboxSearch({ companion, onDidChangeFile: fileSystem.onDidChangeFile, globalState: context.globalState, log });
+  context.subscriptions.push(...search.disposables);
+  await restoreWindow(context, registry, fileSystem, terminals, log);
+  const mcp = registerMcpServerProvider(context, log);
+  const ports = registerPorts({ companion, registry, resolveSandbox, log });
+  context.subscriptions.push(...ports.disposables);
+  log.info('activated');
+  return {
+    companion,
+    registry,
+    fileSystem,
+    tree,
+    sessions,
+    ...terminalApi(),
+    statusBarText: () => statusBar.text,
+    operations,
+    sandboxLogText: (key) => logChannels.text(key),
+    search: { providersRegistered: search.providersRegistered, unavailableReason: search.unavailableReason },
+    live,
+    mcp,
+    ports: { forwards: ports.forwards, links: ports.links, tree: ports.tree },
+  };
+}
+
+/**
+ * What this window had before a reload: its sandbox folders made known to the registry (their phase drives
+ * read-only), its Sandbox terminals reconnected; then host shells are guarded, closes reported, and an "open
+ * sandbox" that a restart interrupted is finished (started, not awaited).
+ */
+async function restoreWindow(
+  context: vscode.ExtensionContext,
+  registry: SandboxRegistry,
+  fileSystem: SandboxFileSystemProvider,
+  terminals: TerminalFactoryDeps,
+  log: vscode.LogOutputChannel,
+): Promise<void> {
   const terminalRestore = new SandboxTerminalRestore(context.workspaceState, log);
   context.subscriptions.push(terminalRestore, new SandboxLifecycleNotices(registry, fileSystem));
   // Make sandbox folders of this workspace known to the registry (their phase drives read-only).
@@ -152,20 +172,83 @@ export async function activate(context: vscode.ExtensionContext): Promise<Sandbo
   // Not awaited: revealing the folder reads it through this extension's file system, which VS Code
   // serves only once activate() has returned — awaiting it here would never finish.
   void finishPendingOpen(context, registry, terminals, log).catch((err: unknown) => log.warn(`finishing a pending open: ${messageOf(err)}`));
-  log.info('activated');
+}
+
+/** Starts the companion server, or says in words why it did not (undefined: the extension stays inactive). */
+async function startCompanion(context: vscode.ExtensionContext, log: vscode.LogOutputChannel): Promise<CompanionClient | undefined> {
+  try {
+    return await CompanionClient.start(context, log);
+  } catch (err) {
+    const message = err instanceof Error ? err.message : String(err);
+    log.error(`the companion server did not start: ${message}`);
+    void vscode.window.showErrorMessage(`Sandbox Sessions cannot start its companion server: ${message}`, 'Show Logs').then((a) => a && log.show());
+    return undefined;
+  }
+}
+
+/** Show Sandbox Log and Refresh Operations. */
+function registerLogCommands(resolveSandbox: SandboxResolver, logChannels: SandboxLogChannels, operations: OperationsTreeProvider): vscode.Disposable[] {
+  return [
+    vscode.commands.registerCommand('sandboxSessions.showSandboxLog', async (target?: SandboxTarget) => {
+      const sandbox = await resolveSandbox(target ?? activeSandboxKey(), undefined, 'Select a sandbox to show its log');
+      if (sandbox) logChannels.show(sandbox.ref);
+    }),
+    vscode.commands.registerCommand('sandboxSessions.refreshOperations', () => {
+      const key = operations.sandboxKey;
+      operations.retarget(undefined);
+      operations.retarget(key);
+    }),
+  ];
+}
+
+/** The Sandbox terminal profile: a terminal in the Ready sandbox of this window (or one picked). */
+function registerTerminalProfile(registry: SandboxRegistry, terminals: TerminalFactoryDeps): vscode.Disposable[] {
+  const profileTerminals = new WeakSet<vscode.Pseudoterminal>();
+  return [
+    vscode.window.registerTerminalProfileProvider('sandboxSessions.shell', {
+      provideTerminalProfile: async () => {
+        const key = readySandboxKey(registry) ?? (await pickReadySandbox(registry));
+        const connection = key ? registry.connection(key) : undefined;
+        if (!connection) throw new Error('Open a Ready sandbox first (Sandbox Sessions: Open Sandbox…).');
+        const options = sandboxTerminalOptions(connection, terminals);
+        profileTerminals.add(options.pty);
+        return new vscode.TerminalProfile(options);
+      },
+    }),
+    // VS Code may hide the panel while it waits for a profile's terminal (hideOnStartup), so show it once it opens.
+    vscode.window.onDidOpenTerminal((t) => {
+      const pty = (t.creationOptions as Partial<vscode.ExtensionTerminalOptions>).pty;
+      if (pty && profileTerminals.delete(pty)) t.show();
+    }),
+  ];
+}
+
+/** Set Repository Password, and the offer to restart when a setting the companion server reads at start changes. */
+function registerServerSettings(context: vscode.ExtensionContext): vscode.Disposable[] {
+  return [
+    vscode.commands.registerCommand('sandboxSessions.setRepositoryPassword', async () => {
+      const password = await vscode.window.showInputBox({ prompt: 'Password of the PostgreSQL session repository', password: true, ignoreFocusOut: true });
+      if (password === undefined) return;
+      await context.secrets.store(REPOSITORY_PASSWORD_SECRET, password);
+      await offerRestart('The repository password was saved in secret storage.');
+    }),
+    vscode.workspace.onDidChangeConfiguration(async (e) => {
+      // Settings the companion server reads when it starts (see serverEnvironment).
+      const serverSettings = ['repository', 'server.nodePath', 'activation.command', 'kubeconfig'];
+      if (serverSettings.some((s) => e.affectsConfiguration(`sandboxSessions.${s}`))) {
+        await offerRestart('Sandbox Sessions settings changed.');
+      }
+    }),
+  ];
+}
+
+/** What the API tells of Sandbox terminals (line-based or interactive). */
+function terminalApi(): Pick<SandboxSessionsApi, 'terminalTranscript' | 'terminalColumns'> {
   return {
-    companion,
-    registry,
-    fileSystem,
-    tree,
-    sessions,
     terminalTranscript: (terminal) => {
       const options = terminal.creationOptions as Partial<vscode.ExtensionTerminalOptions>;
-      return options.pty instanceof SandboxPseudoterminal ? options.pty.transcript : undefined;
+      return options.pty instanceof SandboxPseudoterminal || options.pty instanceof InteractivePseudoterminal ? options.pty.transcript : undefined;
     },
-    statusBarText: () => statusBar.text,
-    operations,
-    sandboxLogText: (key) => logChannels.text(key),
     terminalColumns: (terminal) => {
       const options = terminal.creationOptions as Partial<vscode.ExtensionTerminalOptions>;
       return options.pty instanceof SandboxPseudoterminal ? options.pty.columns : undefined;
@@ -219,7 +302,7 @@ function resolveSandboxTask(task: vscode.Task, registry: SandboxRegistry, termin
       const key = typeof definition.sandbox === 'string' ? definition.sandbox : activeSandboxKey();
       const connection = key ? registry.connection(key) : undefined;
       if (!connection) throw new Error('The task names no sandbox and no sandbox folder is open.');
-      return new SandboxTaskTerminal(connection, command, cwd, (dir) => terminals.onCommandFinished(connection.key, dir));
+      return new SandboxTaskTerminal(connection, command, cwd, (dir) => terminals.onCommandFinished(connection.key, dir), terminals.commands);
     }),
   );
   return resolved;

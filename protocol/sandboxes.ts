@@ -2,8 +2,10 @@
 // sandbox across providers, the summary shown in views, and what opening one returns (all the
 // data plane needs: an endpoint and a token).
 import { z } from 'zod';
+import { OpenSandboxCredentialBindingsSchema } from './opensandboxCredentials';
 import { ArtifactRefSchema, RunPhaseSchema, RunSchema, TerminationModeSchema } from './kruntimes/run';
 import { GatewayCapabilitiesSchema } from './kruntimes/gateway';
+import { LabelsSchema } from './kruntimes/labels';
 
 export const ProviderKindSchema = z.enum(['local', 'kruntimes']);
 export type ProviderKind = z.infer<typeof ProviderKindSchema>;
@@ -131,6 +133,10 @@ export const SandboxSummarySchema = z.object({
   timeout: z.string().optional(),
   terminationMode: TerminationModeSchema.optional(),
   artifacts: z.array(ArtifactRefSchema).optional(),
+  /** An agent created it through the MCP server (label `sandbox-sessions.dev/creator: agent`, protocol/agentAccess.ts). */
+  createdByAgent: z.boolean().optional(),
+  /** A person granted it to agents (label `sandbox-sessions.dev/agents: granted`). */
+  grantedToAgents: z.boolean().optional(),
 });
 export type SandboxSummary = z.infer<typeof SandboxSummarySchema>;
 
@@ -150,6 +156,20 @@ export const SandboxCreateSpecSchema = z.object({
   env: z.record(z.string(), z.string()).optional(),
   /** kruntimes: artifacts materialized into the workspace before Ready (`spec.artifactInputs`). */
   artifactInputs: z.array(z.object({ ref: ArtifactRefSchema, path: z.string().min(1) })).max(32).optional(),
+  /** Extra labels of the Run (Kubernetes' label rules), e.g. the MCP server's creator mark. */
+  labels: LabelsSchema.optional(),
+  /** local runtime `opensandbox`: the sandbox's image, limits, TTL (renewed while it lives) and the domains it may reach. */
+  opensandbox: z
+    .object({
+      image: z.string().min(1).max(512).optional(),
+      cpu: z.string().min(1).max(32).optional(),
+      memory: z.string().min(1).max(32).optional(),
+      ttlSeconds: z.number().int().min(60).max(86_400).optional(),
+      allowedEgressDomains: z.array(z.string().min(1).max(253)).max(64).optional(),
+      /** Credentials injected by OpenSandbox's Credential Vault for these hosts (secret names only; their hosts join the egress allow list). */
+      credentialBindings: OpenSandboxCredentialBindingsSchema.optional(),
+    })
+    .optional(),
 });
 export type SandboxCreateSpec = z.infer<typeof SandboxCreateSpecSchema>;
 

@@ -52,6 +52,19 @@ export interface StartOptions {
   password?: string;
   /** Keep the user's settings between runs (default: the test settings are written). */
   keepSettings?: boolean;
+  /**
+   * Enable this extension's proposed APIs (package.json `enabledApiProposals`: the file and text
+   * search providers that let Quick Open and Find in Files search sandbox folders). Default true.
+   * code-server 4.139.1's web workbench enables proposals for every extension anyway; the flag is
+   * what desktop `code` and other builds need.
+   */
+  proposedApi?: boolean;
+}
+
+/** `publisher.name` of this extension, as `--enable-proposed-api` names it. */
+export function extensionId(): string {
+  const manifest = JSON.parse(fs.readFileSync(path.join(REPO_ROOT, 'package.json'), 'utf8')) as { publisher: string; name: string };
+  return `${manifest.publisher}.${manifest.name}`;
 }
 
 export async function startCodeServer(options: StartOptions = {}): Promise<CodeServer> {
@@ -94,6 +107,7 @@ export async function startCodeServer(options: StartOptions = {}): Promise<CodeS
       '--disable-telemetry',
       '--disable-update-check',
       '--disable-workspace-trust',
+      ...(options.proposedApi === false ? [] : ['--enable-proposed-api', extensionId()]),
       ...(options.extraArgs ?? []),
     ],
     { detached: true, env: { ...process.env, HOME: home, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] },

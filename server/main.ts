@@ -35,11 +35,11 @@ export const commands: Readonly<Record<string, CommandEntry>> = {
     load: () => import('./cli/gateway.js').then((m) => ({ help: m.GATEWAY_HELP, handler: (argv, io) => m.runGatewayCommand(argv, io) })),
   },
   sandbox: {
-    summary: 'local sandboxes: create|list|get|exec|cancel|close|delete|artifacts',
+    summary: 'local sandboxes: create|list|get|exec|cancel|close|delete|artifacts|logs|port-forward',
     load: () => import('./cli/sandbox.js').then((m) => ({ help: m.SANDBOX_HELP, handler: (argv, io) => m.runSandboxCommand(argv, io) })),
   },
   kruntimes: {
-    summary: 'kruntimes sandboxes (kubeconfig): contexts|list|create|get|exec|close|delete|artifacts',
+    summary: 'kruntimes sandboxes (kubeconfig): contexts|list|create|get|exec|close|delete|artifacts|logs|port-forward',
     load: () => import('./cli/kruntimes.js').then((m) => ({ help: m.KRUNTIMES_HELP, handler: (argv, io) => m.runKruntimesCommand(argv, io) })),
   },
   doctor: {
@@ -55,7 +55,7 @@ export const commands: Readonly<Record<string, CommandEntry>> = {
     load: () => import('./cli/session.js').then((m) => ({ help: m.SESSION_HELP, handler: m.runSessionCommand })),
   },
   mcp: {
-    summary: 'run the MCP server for agents over stdio (sandbox_create, sandbox_exec, …)',
+    summary: 'run the MCP server for agents over stdio or --http (sandbox_create, sandbox_exec, session_save, …)',
     load: () => import('./cli/mcpCommand.js').then((m) => ({ help: m.MCP_HELP, handler: m.runMcpCommand })),
   },
 };

@@ -7,6 +7,7 @@ import * as vscode from 'vscode';
 import { z } from 'zod';
 import { RunSpecSchema } from '../../protocol/kruntimes/run';
 import { ProviderKindSchema, type ProviderInfo, type ProviderKind } from '../../protocol/sandboxes';
+import { OPENSANDBOX_RUNTIME, SET_OPENSANDBOX_KEY_COMMAND } from './openSandboxCommands';
 import { machineSettingLink } from './settingLink';
 
 /** Arguments of `sandboxSessions.newSandbox`; every field is optional and skips its prompt. */
@@ -78,7 +79,14 @@ export function orderedNamespaces(context: ContextInfo): string[] {
   return own ? [own, ...rest] : rest;
 }
 
-async function pickProvider(providers: ProviderInfo[], kind: ProviderKind | undefined): Promise<ProviderInfo | undefined> {
+/** OpenSandbox is a backend of the local runtime, offered as a target of its own. */
+const OPENSANDBOX_SETUP = { label: 'Set OpenSandbox API Key…', command: SET_OPENSANDBOX_KEY_COMMAND };
+
+function openSandboxRefusal(reason: string | undefined): NewSandboxRefusal {
+  return new NewSandboxRefusal(`OpenSandbox cannot be used yet: ${reason ?? 'unavailable'}`, OPENSANDBOX_SETUP);
+}
+
+async function pickProvider(providers: ProviderInfo[], kind: ProviderKind | undefined): Promise<{ provider: ProviderInfo; runtime?: string } | undefined> {
   if (kind) {
     const provider = providers.find((p) => p.kind === kind);
     if (!provider) throw new NewSandboxRefusal(`The companion server has no ${kind} provider.`);
@@ -89,22 +97,30 @@ async function pickProvider(providers: ProviderInfo[], kind: ProviderKind | unde
         provider.kind === 'kruntimes' ? KUBECONFIG_SETTINGS : undefined,
       );
     }
-    return provider;
+    return { provider };
   }
   const usable = providers.filter((p) => p.available);
   if (usable.length === 0) {
     throw new NewSandboxRefusal(`No sandbox provider works here: ${providers.map((p) => `${p.label}: ${p.reason ?? 'unavailable'}`).join('; ')}`);
   }
-  if (usable.length === 1) return usable[0];
-  const picked = await vscode.window.showQuickPick(
-    usable.map((p) => ({
-      label: p.label,
-      description: p.kind === 'local' ? 'on this machine' : 'session Runs on Kubernetes',
-      p,
-    })),
-    { title: 'New Sandbox', placeHolder: 'Where should the sandbox run?' },
-  );
-  return picked?.p;
+  const local = providers.find((p) => p.kind === 'local');
+  const openSandbox = local?.runtimes.find((r) => r.name === OPENSANDBOX_RUNTIME);
+  // A single usable provider is taken without asking, unless OpenSandbox is set up as a second target.
+  if (usable.length === 1 && openSandbox?.available !== true) return { provider: usable[0] as ProviderInfo };
+  type Item = vscode.QuickPickItem & { p: ProviderInfo; runtime?: string; unavailable?: string };
+  const items: Item[] = usable.map((p) => ({ label: p.label, description: p.kind === 'local' ? 'on this machine' : 'session Runs on Kubernetes', p }));
+  if (local && openSandbox) {
+    items.push({
+      label: 'OpenSandbox',
+      description: openSandbox.available ? 'sandboxes on an OpenSandbox server' : `not set up: ${openSandbox.reason ?? 'unavailable'}`,
+      p: local,
+      runtime: OPENSANDBOX_RUNTIME,
+      ...(openSandbox.available ? {} : { unavailable: openSandbox.reason ?? 'unavailable' }),
+    });
+  }
+  const picked = await vscode.window.showQuickPick(items, { title: 'New Sandbox', placeHolder: 'Where should the sandbox run?' });
+  if (picked?.unavailable !== undefined) throw openSandboxRefusal(picked.unavailable);
+  return picked ? { provider: picked.p, ...(picked.runtime ? { runtime: picked.runtime } : {}) } : undefined;
 }
 
 async function pickContext(provider: ProviderInfo, requested: string | undefined): Promise<ContextInfo | undefined> {
@@ -209,6 +225,7 @@ async function pickLocalRuntime(provider: ProviderInfo): Promise<string | undefi
     { title: 'New Sandbox', placeHolder: 'Runtime (backend) for the sandbox' },
   );
   if (!picked) return undefined;
+  if (!picked.runtime.available && picked.label === OPENSANDBOX_RUNTIME) throw openSandboxRefusal(picked.runtime.reason);
   if (!picked.runtime.available) throw new NewSandboxRefusal(`${picked.label} cannot run here: ${picked.runtime.reason ?? 'unavailable'}`);
   return picked.label;
 }
@@ -218,15 +235,20 @@ async function pickLocalRuntime(provider: ProviderInfo): Promise<string | undefi
  * user dismissed a pick; `NewSandboxRefusal` for arguments or providers that cannot work.
  */
 export async function resolveNewSandboxTarget(providers: ProviderInfo[], args: NewSandboxArgs): Promise<NewSandboxTarget | undefined> {
-  const provider = await pickProvider(providers, args.provider);
-  if (!provider) return undefined;
+  const pickedProvider = await pickProvider(providers, args.provider);
+  if (!pickedProvider) return undefined;
+  const provider = pickedProvider.provider;
   if (args.namespace !== undefined) {
     const problem = namespaceProblem(args.namespace);
     if (problem) throw new NewSandboxRefusal(problem);
   }
 
   if (provider.kind === 'local') {
-    const runtime = args.runtime ?? (await pickLocalRuntime(provider));
+    if (args.runtime === OPENSANDBOX_RUNTIME) {
+      const info = provider.runtimes.find((r) => r.name === OPENSANDBOX_RUNTIME);
+      if (info && !info.available) throw openSandboxRefusal(info.reason);
+    }
+    const runtime = args.runtime ?? pickedProvider.runtime ?? (await pickLocalRuntime(provider));
     if (!runtime) return undefined;
     return { provider, context: args.context ?? provider.contexts[0]?.name, namespace: args.namespace ?? 'default', runtime };
   }

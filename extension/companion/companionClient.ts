@@ -69,11 +69,14 @@ export async function serverEnvironment(context: vscode.ExtensionContext): Promi
   return env;
 }
 
-/** How to run the server: a configured Node, else VS Code's own runtime (which must have zstd). */
-function serverCommand(context: vscode.ExtensionContext): { command: string; args: string[] } {
+/**
+ * How to run the server (`server --stdio` by default, or another of its commands such as `mcp`): a
+ * configured Node, else VS Code's own runtime (which must have zstd).
+ */
+export function serverCommand(context: vscode.ExtensionContext, command: readonly string[] = ['server', '--stdio']): { command: string; args: string[] } {
   const module = context.asAbsolutePath('dist/server.js');
   const configured = vscode.workspace.getConfiguration('sandboxSessions').get<string>('server.nodePath', '').trim();
-  if (configured !== '') return { command: configured, args: [module, 'server', '--stdio'] };
+  if (configured !== '') return { command: configured, args: [module, ...command] };
   if (typeof zlib.createZstdCompress !== 'function') {
     throw new CompanionRequestError(
       'unavailable',
@@ -81,7 +84,7 @@ function serverCommand(context: vscode.ExtensionContext): { command: string; arg
         'Set "sandboxSessions.server.nodePath" to a Node.js 22.15 or newer.',
     );
   }
-  return { command: process.execPath, args: [module, 'server', '--stdio'] };
+  return { command: process.execPath, args: [module, ...command] };
 }
 
 /**

@@ -113,7 +113,7 @@ export class SandboxFileSystemProvider implements vscode.FileSystemProvider, vsc
 
   watch(): vscode.Disposable {
     // Changes this extension makes (writes, and commands run in its terminals) are announced
-    // without a watcher; the API has no change feed for anything else.
+    // without a watcher; other clients' changes in a shown sandbox come from its log (LiveSandboxChanges).
     return new vscode.Disposable(() => undefined);
   }
 

@@ -1,29 +1,20 @@
-// A sandbox's files as a file system, over the Runtime access API, without VS Code types:
-// stat and readDirectory come from paged listings with a short-lived cache and request
-// coalescing (no stat storms: a stat is answered from its parent's listing, including "not
-// found"); reads and writes larger than one call are chunked; mtimes only move forward.
-// The VS Code FileSystemProvider is a thin adapter over this.
-import { randomBytes, createHash } from 'node:crypto';
+// A sandbox's files as a file system, over the Runtime access API, without VS Code types: stat and
+// readDirectory come from paged listings with a short-lived cache and request coalescing (no stat storms: a
+// stat is answered from its parent's listing, including "not found"); large transfers are chunked
+// (chunkedTransfer.ts), mtimes only move forward (fileTimes.ts), and a closed sandbox's files are read as this
+// window last had them (keptContents.ts). The VS Code FileSystemProvider is a thin adapter over this.
 import path from 'node:path/posix';
 import type { FileEntry } from '../../protocol/kruntimes/gateway';
 import { GatewayLimits } from '../../protocol/kruntimes/gateway';
 import type { GatewayClient } from '../../protocol/kruntimes/gatewayClient';
-import { GatewayError, GatewayTransportError } from '../../protocol/kruntimes/gatewayErrors';
-import type { SandboxConnection } from '../sandboxes/connection';
-import { describeGatewayFailure, neverSent } from '../sandboxes/errorText';
+import type { LiveSandboxConnection } from '../sandboxes/connection';
+import { readChunked, writeChunked, type ChunkedIo } from './chunkedTransfer';
+import { callForFile, FsError } from './fsError';
+import { FileTimes } from './fileTimes';
+import { KeptContents } from './keptContents';
+import { depth, isUnder, normalize, parentOf } from './sandboxPaths';
 
-export type FsErrorKind = 'FileNotFound' | 'FileExists' | 'FileNotADirectory' | 'FileIsADirectory' | 'NoPermissions' | 'Unavailable';
-
-/** A file system failure in VS Code's vocabulary; the adapter turns it into a FileSystemError. */
-export class FsError extends Error {
-  override readonly name = 'FsError';
-  constructor(
-    readonly kind: FsErrorKind,
-    message: string,
-  ) {
-    super(message);
-  }
-}
+export { FsError, type FsErrorKind } from './fsError';
 
 export interface FileInfo {
   type: 'file' | 'directory';
@@ -72,14 +63,15 @@ export class SandboxFiles {
   private readonly known = new Map<string, Map<string, FileEntry>>();
   private readonly missingDirs = new Map<string, number>();
   private readonly inflight = new Map<string, Promise<Listing>>();
-  private readonly times = new Map<string, { mtime: number; ctime: number; size: number }>();
+  private readonly times = new FileTimes();
   private readonly listeners = new Set<(changes: FileChange[]) => void>();
+  /** The contents last read or written per file (answers reads once the sandbox has closed). */
+  private readonly kept = new KeptContents();
   private readonly ttl: number;
   private readonly chunkBytes: number;
-  private clock = 0;
 
   constructor(
-    private readonly connection: SandboxConnection,
+    private readonly connection: LiveSandboxConnection,
     options: SandboxFilesOptions = {},
   ) {
     this.ttl = options.listingTtlMs ?? 3000;
@@ -112,46 +104,16 @@ export class SandboxFiles {
     p = normalize(p);
     const info = await this.stat(p);
     if (info.type === 'directory') throw new FsError('FileIsADirectory', `${p} is a directory`);
-    const client = await this.client();
+    // A closed sandbox's files no longer change (nor can they be read): what this window last had stands.
+    const kept = this.readonly() ? this.kept.get(p) : undefined;
+    if (kept && kept.byteLength === info.size) return this.kept.keep(p, kept);
+    await this.client();
     if (info.size <= GatewayLimits.maxReadBytes) {
       this.counters.reads += 1;
       const r = await this.call((c) => c.read(p, { maxBytes: GatewayLimits.maxReadBytes }), p);
-      if (!r.truncated) return r.contents;
+      if (!r.truncated) return this.kept.keep(p, r.contents);
     }
-    return this.readChunked(client, p, info.size);
-  }
-
-  private async readChunked(client: GatewayClient, p: string, size: number): Promise<Uint8Array> {
-    const parts: Buffer[] = [];
-    let offset = 0;
-    const ranged = this.connection.capabilities()?.rangedReads === true;
-    while (offset < size) {
-      const length = Math.min(this.chunkBytes, GatewayLimits.maxReadBytes, size - offset);
-      this.counters.reads += 1;
-      let chunk: Buffer;
-      if (ranged) {
-        chunk = (await this.call((c) => c.read(p, { maxBytes: length, offset, length }), p)).contents;
-      } else {
-        const block = 4096;
-        const out = await this.call(
-          (c) =>
-            c.runCommand({
-              argv: ['dd', `if=${p}`, `bs=${block}`, `skip=${offset / block}`, `count=${Math.ceil(length / block)}`, 'status=none'],
-            }),
-          p,
-        );
-        if (out.exitCode !== 0) {
-          throw new FsError('Unavailable', `${p} is larger than one gateway call and reading it in parts failed: ${out.stderr.toString().trim() || `exit ${out.exitCode}`}`);
-        }
-        chunk = out.stdout;
-      }
-      if (chunk.length === 0) break;
-      parts.push(chunk);
-      offset += chunk.length;
-    }
-    const data = Buffer.concat(parts);
-    if (data.length !== size) throw new FsError('Unavailable', `${p} changed while it was read in parts (${data.length} of ${size} bytes)`);
-    return data;
+    return this.kept.keep(p, await readChunked(this.chunkedIo(), p, info.size, this.connection.capabilities()?.rangedReads === true));
   }
 
   // ---- mutations -----------------------------------------------------------------------------
@@ -169,45 +131,11 @@ export class SandboxFiles {
       this.counters.mutations += 1;
       await this.call((c) => c.writeFile(p, data, { createParents: false }), p);
     } else {
-      await this.writeChunked(client, p, data);
+      await writeChunked(this.chunkedIo(), client, p, data);
     }
+    // A copy: VS Code may reuse the buffer it handed over.
+    this.kept.keep(p, Uint8Array.from(data));
     this.recordWrite(p, data.byteLength, existing ? 'changed' : 'created');
-  }
-
-  /** Writes part files of ≤ one call each, then joins them in the sandbox, checking the SHA-256. */
-  private async writeChunked(client: GatewayClient, p: string, data: Uint8Array): Promise<void> {
-    const dir = parentOf(p);
-    const nonce = randomBytes(6).toString('hex');
-    const partName = (i: number) => path.join(dir, `.${path.basename(p)}.sandbox-upload-${nonce}.${i}`);
-    const parts: string[] = [];
-    const chunk = Math.min(this.chunkBytes, GatewayLimits.maxWriteBytes);
-    try {
-      for (let offset = 0, i = 0; offset < data.byteLength; offset += chunk, i++) {
-        const name = partName(i);
-        this.counters.mutations += 1;
-        await this.call((c) => c.writeFile(name, data.subarray(offset, offset + chunk), { createParents: false }), p);
-        parts.push(name);
-      }
-      const digest = createHash('sha256').update(data).digest('hex');
-      const tmp = partName(parts.length);
-      const script =
-        'set -e; dest="$1"; tmp="$2"; want="$3"; shift 3; cat -- "$@" > "$tmp"; ' +
-        'got=$(sha256sum -- "$tmp" | cut -d" " -f1); ' +
-        'if [ "$got" != "$want" ]; then rm -f -- "$tmp"; echo "checksum mismatch" >&2; exit 3; fi; ' +
-        'mv -f -- "$tmp" "$dest"; rm -f -- "$@"';
-      this.counters.mutations += 1;
-      const out = await this.call((c) => c.runCommand({ argv: ['sh', '-c', script, 'sh', p, tmp, digest, ...parts] }), p);
-      if (out.exitCode !== 0) {
-        throw new FsError(
-          'Unavailable',
-          `${p} is larger than one gateway call (${GatewayLimits.maxWriteBytes} bytes) and joining its parts in the sandbox failed ` +
-            `(the runtime image needs sh, cat and sha256sum): ${out.stderr.toString().trim() || `exit ${out.exitCode}`}`,
-        );
-      }
-    } catch (err) {
-      for (const part of parts) await client.deleteFile(part).catch(() => undefined);
-      throw err;
-    }
   }
 
   async createDirectory(p: string): Promise<void> {
@@ -250,7 +178,7 @@ export class SandboxFiles {
     this.forget(from);
     this.invalidateListing(parentOf(to));
     if (moved) this.known.get(parentOf(to))?.set(path.basename(to), { ...moved, path: path.basename(to) });
-    this.bump(to);
+    this.times.bump(to);
     this.emit([
       { type: 'deleted', path: from },
       { type: target ? 'changed' : 'created', path: to },
@@ -273,11 +201,18 @@ export class SandboxFiles {
       .filter((d) => d === '' || isUnder(d, dir) || isUnder(dir, d))
       .sort((a, b) => depth(a) - depth(b) || a.localeCompare(b))
       .slice(0, MAX_FOLDERS_RECHECKED);
+    // Every cached listing the command may have made stale goes now, before the first await: a read
+    // that arrives while the folders are re-listed one by one must not be answered from the old one.
+    // A listing already in flight may have been read before the command changed the folder: it is
+    // not joined, and what it brings back is not kept.
+    for (const d of affected) {
+      this.listings.delete(d);
+      this.inflight.delete(d);
+    }
     const changes: FileChange[] = [];
     for (const d of affected) {
       const before = this.known.get(d);
       if (!before) continue; // dropped meanwhile (its parent was deleted below)
-      this.listings.delete(d);
       let after: Map<string, FileEntry>;
       try {
         after = (await this.listing(d)).entries;
@@ -290,7 +225,9 @@ export class SandboxFiles {
         const was = before.get(name);
         if (!was || Boolean(was.directory) !== Boolean(entry.directory)) changes.push({ type: 'created', path: p });
         else if (!entry.directory) {
-          this.bump(p);
+          // The command may have changed it: kept contents of another size are out of date.
+          this.kept.dropIfNotSize(p, entry.sizeBytes ?? 0);
+          this.times.bump(p);
           changes.push({ type: 'changed', path: p });
         }
       }
@@ -298,7 +235,8 @@ export class SandboxFiles {
         if (after.has(name)) continue;
         const p = d === '' ? name : `${d}/${name}`;
         this.forgetKnown(p);
-        for (const key of [...this.times.keys()]) if (isUnder(key, p)) this.times.delete(key);
+        this.times.dropUnder(p);
+        this.kept.dropUnder(p);
         changes.push({ type: 'deleted', path: p });
       }
     }
@@ -328,6 +266,10 @@ export class SandboxFiles {
     return this.connection.client();
   }
 
+  private chunkedIo(): ChunkedIo {
+    return { call: (fn, p) => this.call(fn, p), counters: this.counters, chunkBytes: this.chunkBytes };
+  }
+
   private async listing(dir: string): Promise<Listing> {
     const cached = this.listings.get(dir);
     // A closed sandbox's files no longer change (nor can they be listed): the last listing stands.
@@ -347,12 +289,15 @@ export class SandboxFiles {
     }
     const running = this.inflight.get(dir);
     if (running) return running;
-    const load = this.loadListing(dir).finally(() => this.inflight.delete(dir));
+    const load: Promise<Listing> = this.loadListing(dir, () => this.inflight.get(dir) === load).finally(() => {
+      if (this.inflight.get(dir) === load) this.inflight.delete(dir);
+    });
     this.inflight.set(dir, load);
     return load;
   }
 
-  private async loadListing(dir: string): Promise<Listing> {
+  /** `current` says whether this load is still the one to keep (a command may have outdated it meanwhile). */
+  private async loadListing(dir: string, current: () => boolean): Promise<Listing> {
     const entries = new Map<string, FileEntry>();
     let pageToken = '';
     try {
@@ -367,23 +312,12 @@ export class SandboxFiles {
       throw err;
     }
     const listing = { entries, at: Date.now() };
+    if (!current()) return listing;
     this.listings.set(dir, listing);
     this.known.set(dir, new Map(entries));
     this.missingDirs.delete(dir);
-    for (const e of entries.values()) this.observe(dir === '' ? e.path : `${dir}/${e.path}`, e);
+    for (const e of entries.values()) this.times.observe(dir === '' ? e.path : `${dir}/${e.path}`, e.sizeBytes ?? 0);
     return listing;
-  }
-
-  private observe(p: string, entry: FileEntry): void {
-    const size = entry.sizeBytes ?? 0;
-    const known = this.times.get(p);
-    if (!known) {
-      const now = this.now();
-      this.times.set(p, { mtime: now, ctime: now, size });
-    } else if (known.size !== size) {
-      known.mtime = this.now(known.mtime);
-      known.size = size;
-    }
   }
 
   private info(p: string, entry: FileEntry): FileInfo {
@@ -397,29 +331,11 @@ export class SandboxFiles {
     };
   }
 
-  /** A millisecond clock that never repeats or goes back, so every change gets a later mtime. */
-  private now(after = 0): number {
-    this.clock = Math.max(Date.now(), this.clock + 1, after + 1);
-    return this.clock;
-  }
-
-  private bump(p: string): void {
-    const t = this.times.get(p);
-    if (t) t.mtime = this.now(t.mtime);
-  }
-
   private recordWrite(p: string, size: number, type: 'created' | 'changed'): void {
     const entry = { path: path.basename(p), directory: false, sizeBytes: size };
     this.listings.get(parentOf(p))?.entries.set(entry.path, entry);
     this.known.get(parentOf(p))?.set(entry.path, entry);
-    const t = this.times.get(p);
-    if (t) {
-      t.mtime = this.now(t.mtime);
-      t.size = size;
-    } else {
-      const now = this.now();
-      this.times.set(p, { mtime: now, ctime: now, size });
-    }
+    this.times.written(p, size);
     this.emit([{ type, path: p }]);
   }
 
@@ -427,7 +343,8 @@ export class SandboxFiles {
     this.invalidateListing(parentOf(p));
     this.forgetKnown(p);
     for (const key of [...this.listings.keys()]) if (isUnder(key, p)) this.listings.delete(key);
-    for (const key of [...this.times.keys()]) if (isUnder(key, p)) this.times.delete(key);
+    this.times.dropUnder(p);
+    this.kept.dropUnder(p);
   }
 
   /** Drops `p` from its parent's known entries, and what is known of folders under it. */
@@ -461,61 +378,8 @@ export class SandboxFiles {
     for (const l of this.listeners) l(changes);
   }
 
-  /**
-   * Runs a gateway call with the sandbox's client and maps its failure to an FsError. A call the
-   * gateway never received (it did not answer: the local daemon stopped, or the endpoint moved) is
-   * sent once more over a new connection — the companion server starts the daemon on the way.
-   */
-  private async call<T>(fn: (client: GatewayClient) => Promise<T>, p: string): Promise<T> {
-    let client: GatewayClient | undefined;
-    try {
-      client = await this.client();
-      try {
-        return await fn(client);
-      } catch (err) {
-        if (!neverSent(err)) throw err;
-        this.connection.invalidate(client);
-        client = await this.client();
-        return await fn(client);
-      }
-    } catch (err) {
-      // A new endpoint or token may fix these: the next call connects again (unless another already did).
-      if ((err instanceof GatewayError && err.status === 401) || err instanceof GatewayTransportError) this.connection.invalidate(client);
-      throw this.mapError(err, p);
-    }
+  /** A gateway call on `p`, retried once if never sent, its failure an FsError (see callForFile). */
+  private call<T>(fn: (client: GatewayClient) => Promise<T>, p: string): Promise<T> {
+    return callForFile(this.connection, fn, p);
   }
-
-  private mapError(err: unknown, p: string): FsError {
-    if (err instanceof FsError) return err;
-    const text = describeGatewayFailure(err, this.connection.label);
-    if (err instanceof GatewayError) {
-      const m = err.message;
-      if (err.status === 404) return new FsError('FileNotFound', `${p}: ${m}`);
-      if (err.status === 400 && /resolve file parent|no such file/.test(m)) return new FsError('FileNotFound', `${p}: ${m}`);
-      if (err.status === 500 && /destination already exists/.test(m)) return new FsError('FileExists', `${p} already exists`);
-      if (err.status === 500 && /is a directory/.test(m)) return new FsError('FileIsADirectory', `${p} is a directory`);
-      if (err.status === 500 && /not a directory/.test(m)) return new FsError('FileNotADirectory', `${p}: ${m}`);
-      if (err.status === 401 || err.status === 403 || err.status === 409 || err.status === 400) return new FsError('NoPermissions', text);
-      return new FsError('Unavailable', text);
-    }
-    if (err instanceof GatewayTransportError) return new FsError('Unavailable', text);
-    return new FsError('Unavailable', text);
-  }
-}
-
-function normalize(p: string): string {
-  return p.replace(/^\/+/, '').replace(/\/+$/, '');
-}
-
-function parentOf(p: string): string {
-  const d = path.dirname(p);
-  return d === '.' ? '' : d;
-}
-
-function depth(p: string): number {
-  return p === '' ? 0 : p.split('/').length;
-}
-
-function isUnder(p: string, dir: string): boolean {
-  return dir === '' || p === dir || p.startsWith(`${dir}/`);
 }

@@ -1,10 +1,12 @@
 // What the file system and terminal need of an open sandbox: a gateway client (re-created when
-// the companion server hands out a new endpoint or token), its capabilities and its phase.
+// the companion server hands out a new endpoint or token), its capabilities and its phase. Named
+// LiveSandboxConnection because it is the window's live handle, not the wire answer of `sandboxes/open`
+// (protocol/sandboxes.ts SandboxConnection: endpoint, token, capabilities) from which it connects.
 import type { GatewayClient } from '../../protocol/kruntimes/gatewayClient';
 import type { GatewayCapabilities } from '../../protocol/kruntimes/gateway';
 import type { RunPhase } from '../../protocol/kruntimes/run';
 
-export interface SandboxConnection {
+export interface LiveSandboxConnection {
   /** The stable sandbox key (the `sandbox:` URI authority). */
   readonly key: string;
   /** A short name for prompts and titles. */

@@ -25,8 +25,8 @@ export class SandboxLogFollows implements vscode.Disposable {
     });
   }
 
-  /** Delivers the last `tailLines` lines, then every new one, until the Run ends or `stop()`. */
-  follow(ref: SandboxRef, query: { tailLines?: number; timestamps?: boolean }, onLines: (lines: string[]) => void): LogFollow {
+  /** Delivers the last `tailLines` lines (of those since `sinceTime`), then every new one, until the Run ends or `stop()`. */
+  follow(ref: SandboxRef, query: { tailLines?: number; sinceTime?: string; timestamps?: boolean }, onLines: (lines: string[]) => void): LogFollow {
     const followId = `follow-${process.pid}-${++this.next}`;
     const cancel = new vscode.CancellationTokenSource();
     this.listeners.set(followId, onLines);

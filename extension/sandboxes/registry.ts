@@ -2,16 +2,17 @@
 // notifications, and one connection per sandbox key (the `sandbox:` URI authority). Keys encode
 // the whole sandbox reference, so a folder opened before a reload resolves again afterwards.
 import * as vscode from 'vscode';
-import { GatewayClient } from '../../protocol/kruntimes/gatewayClient';
+import type { GatewayClient } from '../../protocol/kruntimes/gatewayClient';
 import type { GatewayCapabilities } from '../../protocol/kruntimes/gateway';
 import type { RunPhase } from '../../protocol/kruntimes/run';
 import { parseSandboxKey, SandboxChangedSchema, sandboxKey, type SandboxRef, type SandboxSummary } from '../../protocol/sandboxes';
 import { type CompanionClient, CompanionRequestError } from '../companion/companionClient';
 import { GatewayChangedSchema } from '../../protocol/companion';
-import type { SandboxConnection } from './connection';
+import type { LiveSandboxConnection } from './connection';
+import { OwnOperations, OwnOperationsClient } from './ownOperations';
 import { CLOSED_PHASES } from './errorText';
 
-class RegistryConnection implements SandboxConnection {
+class RegistryConnection implements LiveSandboxConnection {
   private current: Promise<{ client: GatewayClient; capabilities: GatewayCapabilities | undefined }> | undefined;
   /** The client `current` resolved to (undefined while a new one is being opened). */
   private resolved: GatewayClient | undefined;
@@ -37,7 +38,8 @@ class RegistryConnection implements SandboxConnection {
     if (!this.current) {
       const opening = this.registry.companion.request('sandboxes/open', { ref: this.ref }).then((c) => {
         // Reads may meet informer lag right after Ready; retry them briefly.
-        const client = new GatewayClient({ endpoint: c.endpoint, token: c.token, tls: c.tls, readRetryWindowMs: 5000 });
+        // Its mutations are recorded, so this window's own lines in the sandbox's log are known (LiveSandboxChanges).
+        const client = new OwnOperationsClient({ endpoint: c.endpoint, token: c.token, tls: c.tls, readRetryWindowMs: 5000 }, this.key, this.registry.ownOperations);
         if (this.current === opening) this.resolved = client;
         this.caps = c.capabilities;
         this.leased = c.lease !== undefined;
@@ -90,6 +92,8 @@ export class SandboxRegistry implements vscode.Disposable {
   /** Providers whose gateway stopped answering (the local daemon exited), with why. */
   private readonly gatewaysDown = new Map<SandboxRef['provider'], string>();
   private readonly subscriptions: vscode.Disposable[] = [];
+  /** The mutations this window's connections sent, to tell its own lines of a sandbox log from others'. */
+  readonly ownOperations = new OwnOperations();
   /** Fires with the changed sandbox, or undefined when many may have changed. */
   readonly onDidChange = this.changed.event;
   /** Fires with a sandbox key when the companion server has opened it for this window, or a hold on it ended. */
@@ -164,7 +168,7 @@ export class SandboxRegistry implements vscode.Disposable {
   }
 
   /** The connection for a sandbox key, or undefined when the key is not a sandbox reference. */
-  connection(key: string): SandboxConnection | undefined {
+  connection(key: string): LiveSandboxConnection | undefined {
     let c = this.connections.get(key);
     if (!c) {
       const ref = parseSandboxKey(key);
@@ -184,7 +188,7 @@ export class SandboxRegistry implements vscode.Disposable {
     this.useChanged.fire(key);
   }
 
-  /** Marks `key` in use until the result is disposed (see SandboxConnection.hold). */
+  /** Marks `key` in use until the result is disposed (see LiveSandboxConnection.hold). */
   hold(key: string): { dispose(): void } {
     this.holds.set(key, (this.holds.get(key) ?? 0) + 1);
     let held = true;

@@ -3,6 +3,10 @@
 // turns keystrokes into screen output and actions, so it is tested without VS Code. It knows the
 // terminal's width, so a line longer than one row wraps and is redrawn in place (moving up over
 // its wrapped rows), and typing at the end writes only the new characters.
+import { layoutLine, visibleChars, type Cell } from './terminalCells';
+import { matchEscape, type EscapeName } from './terminalKeys';
+
+export { displayWidth } from './terminalCells';
 
 export type LineEditorAction =
   | { kind: 'submit'; line: string }
@@ -20,52 +24,6 @@ export interface LineEditorResult {
 
 const ESC = '\x1b';
 const MAX_HISTORY = 500;
-
-/** Display width of a string in terminal cells (wide East Asian characters count 2). */
-export function displayWidth(text: string): number {
-  let width = 0;
-  for (const ch of text) {
-    const cp = ch.codePointAt(0) ?? 0;
-    if (cp < 0x20 || (cp >= 0x7f && cp < 0xa0)) continue;
-    if (cp >= 0x300 && cp <= 0x36f) continue; // combining marks
-    width += isWide(cp) ? 2 : 1;
-  }
-  return width;
-}
-
-/** Display width of one character (0 for control characters and combining marks). */
-function charWidth(ch: string): number {
-  const cp = ch.codePointAt(0) ?? 0;
-  if (cp < 0x20 || (cp >= 0x7f && cp < 0xa0)) return 0;
-  if (cp >= 0x300 && cp <= 0x36f) return 0;
-  return isWide(cp) ? 2 : 1;
-}
-
-/** The visible characters of text that may hold SGR and other CSI sequences (a coloured prompt). */
-function visibleChars(text: string): string[] {
-  // eslint-disable-next-line no-control-regex -- the prompt carries colour sequences
-  return [...text.replace(/\x1b\[[0-9;?]*[ -/]*[@-~]/g, '')];
-}
-
-/** A cell position relative to the first cell of the prompt. */
-interface Cell {
-  row: number;
-  col: number;
-}
-
-function isWide(cp: number): boolean {
-  return (
-    (cp >= 0x1100 && cp <= 0x115f) ||
-    (cp >= 0x2e80 && cp <= 0xa4cf) ||
-    (cp >= 0xac00 && cp <= 0xd7a3) ||
-    (cp >= 0xf900 && cp <= 0xfaff) ||
-    (cp >= 0xfe30 && cp <= 0xfe4f) ||
-    (cp >= 0xff00 && cp <= 0xff60) ||
-    (cp >= 0xffe0 && cp <= 0xffe6) ||
-    (cp >= 0x1f300 && cp <= 0x1faff) ||
-    (cp >= 0x20000 && cp <= 0x3fffd)
-  );
-}
 
 export class LineEditor {
   private chars: string[] = [];
@@ -345,31 +303,9 @@ export class LineEditor {
     return out;
   }
 
-  /**
-   * Where the line's end and the cursor are, in cells from the prompt's first cell, as the
-   * terminal wraps them: a character that does not fit on a row (a wide one at the last column)
-   * starts the next row. `end.pendingWrap`: the text ends exactly at the last column — the end is
-   * given as the next row's first cell, where the terminal puts the cursor once it wraps.
-   */
+  /** Where the line's end and the cursor are on screen (see layoutLine). */
   private layout(): { end: Cell & { pendingWrap: boolean }; cursor: Cell } {
-    const cols = this.columns || Number.MAX_SAFE_INTEGER;
-    let row = 0;
-    let col = 0;
-    let cursor: Cell | undefined;
-    const place = (ch: string, index: number | undefined) => {
-      const w = charWidth(ch);
-      if (w > 0 && col + w > cols) {
-        row += 1;
-        col = 0;
-      }
-      if (index === this.cursor && cursor === undefined) cursor = { row, col };
-      col += w;
-    };
-    for (const ch of this.promptChars) place(ch, undefined);
-    this.chars.forEach((ch, i) => place(ch, i));
-    const pendingWrap = col > 0 && col >= cols;
-    const end = pendingWrap ? { row: row + 1, col: 0, pendingWrap } : { row, col, pendingWrap };
-    return { end, cursor: cursor ?? { row: end.row, col: end.col } };
+    return layoutLine(this.promptChars, this.chars, this.cursor, this.columns);
   }
 }
 
@@ -377,54 +313,4 @@ function commonPrefix(words: readonly string[]): string {
   let prefix = words[0] ?? '';
   for (const w of words) while (!w.startsWith(prefix)) prefix = prefix.slice(0, -1);
   return prefix;
-}
-
-type EscapeName =
-  | 'left'
-  | 'right'
-  | 'up'
-  | 'down'
-  | 'home'
-  | 'end'
-  | 'delete'
-  | 'wordLeft'
-  | 'wordRight'
-  | 'pasteStart'
-  | 'pasteEnd'
-  | 'ignored';
-
-const ESCAPES: [string, EscapeName][] = [
-  ['\x1b[200~', 'pasteStart'],
-  ['\x1b[201~', 'pasteEnd'],
-  ['\x1b[1;5D', 'wordLeft'],
-  ['\x1b[1;5C', 'wordRight'],
-  ['\x1bb', 'wordLeft'],
-  ['\x1bf', 'wordRight'],
-  ['\x1b[3~', 'delete'],
-  ['\x1b[1~', 'home'],
-  ['\x1b[4~', 'end'],
-  ['\x1b[7~', 'home'],
-  ['\x1b[8~', 'end'],
-  ['\x1b[A', 'up'],
-  ['\x1b[B', 'down'],
-  ['\x1b[C', 'right'],
-  ['\x1b[D', 'left'],
-  ['\x1b[H', 'home'],
-  ['\x1b[F', 'end'],
-  ['\x1bOA', 'up'],
-  ['\x1bOB', 'down'],
-  ['\x1bOC', 'right'],
-  ['\x1bOD', 'left'],
-  ['\x1bOH', 'home'],
-  ['\x1bOF', 'end'],
-];
-
-function matchEscape(text: string): { name: EscapeName; length: number } | undefined {
-  if (text[0] !== ESC) return undefined;
-  for (const [seq, name] of ESCAPES) if (text.startsWith(seq)) return { name, length: seq.length };
-  // Any other CSI sequence (e.g. focus events, F-keys): swallow it whole.
-  // eslint-disable-next-line no-control-regex -- terminal input is control characters
-  const csi = /^\x1b\[[0-9;?]*[ -/]*[@-~]/.exec(text);
-  if (csi) return { name: 'ignored', length: csi[0].length };
-  return { name: 'ignored', length: Math.min(2, text.length) };
 }

@@ -3,9 +3,11 @@
 // in a virtual workspace) that run one command and end with its exit code.
 import * as vscode from 'vscode';
 import { decodeCommandResult } from '../../protocol/kruntimes/gatewayClient';
-import type { SandboxConnection } from '../sandboxes/connection';
+import type { LiveSandboxConnection } from '../sandboxes/connection';
+import type { CommandCapture, WindowCommands } from '../sandboxes/windowCommands';
 import { describeGatewayFailure, neverSent } from '../sandboxes/errorText';
 import type { StreamEvent } from '../../protocol/kruntimes/gateway';
+import { terminalCommand } from './commandEnv';
 import { exitSummary, TerminalSession } from './terminalSession';
 
 const INTRODUCED_KEY = 'sandboxSessions.terminal.introduced';
@@ -30,8 +32,14 @@ export class SandboxPseudoterminal implements vscode.Pseudoterminal {
   readonly onDidChangeWorkingDirectory = this.cwdEmitter.event;
 
   constructor(
-    connection: SandboxConnection,
-    options: { showIntroduction: boolean; cwd?: string; banner?: string; onCommandFinished?: (cwd: string) => void },
+    connection: LiveSandboxConnection,
+    options: {
+      showIntroduction: boolean;
+      cwd?: string;
+      banner?: string;
+      onCommandFinished?: (cwd: string) => void;
+      onCommandStarted?: (command: string, cwd: string) => CommandCapture | undefined;
+    },
   ) {
     this.key = connection.key;
     this.session = new TerminalSession({
@@ -46,6 +54,7 @@ export class SandboxPseudoterminal implements vscode.Pseudoterminal {
       ...(options.banner !== undefined ? { banner: options.banner } : {}),
       ...(options.cwd !== undefined ? { initialCwd: options.cwd } : {}),
       ...(options.onCommandFinished ? { onCommandFinished: options.onCommandFinished } : {}),
+      ...(options.onCommandStarted ? { onCommandStarted: options.onCommandStarted } : {}),
     });
   }
 
@@ -77,10 +86,12 @@ export function sandboxTerminalKey(terminal: vscode.Terminal): string | undefine
 export interface TerminalFactoryDeps {
   globalState: vscode.Memento;
   onCommandFinished(key: string, cwd: string): void;
+  /** Where the commands run from this window are kept (Operations: re-run, open output). */
+  commands?: WindowCommands;
 }
 
 /** Creates the terminal options for a sandbox; the line-based note shows on first use only. */
-export function sandboxTerminalOptions(connection: SandboxConnection, deps: TerminalFactoryDeps, cwd?: string, banner?: string): vscode.ExtensionTerminalOptions {
+export function sandboxTerminalOptions(connection: LiveSandboxConnection, deps: TerminalFactoryDeps, cwd?: string, banner?: string): vscode.ExtensionTerminalOptions {
   const showIntroduction = !deps.globalState.get<boolean>(INTRODUCED_KEY, false);
   if (showIntroduction) void deps.globalState.update(INTRODUCED_KEY, true);
   const pty = new SandboxPseudoterminal(connection, {
@@ -88,6 +99,7 @@ export function sandboxTerminalOptions(connection: SandboxConnection, deps: Term
     ...(cwd !== undefined ? { cwd } : {}),
     ...(banner !== undefined ? { banner } : {}),
     onCommandFinished: (dir) => deps.onCommandFinished(connection.key, dir),
+    onCommandStarted: (command, dir) => deps.commands?.start(connection.key, command, dir, 'terminal'),
   });
   return { name: `Sandbox: ${connection.label}`, pty, iconPath: new vscode.ThemeIcon('vm') };
 }
@@ -101,10 +113,11 @@ export class SandboxTaskTerminal implements vscode.Pseudoterminal {
   private readonly controller = new AbortController();
 
   constructor(
-    private readonly connection: SandboxConnection,
+    private readonly connection: LiveSandboxConnection,
     private readonly command: string,
     private readonly cwd: string | undefined,
     private readonly onFinished: (cwd: string) => void,
+    private readonly commands?: WindowCommands,
   ) {}
 
   open(): void {
@@ -123,9 +136,11 @@ export class SandboxTaskTerminal implements vscode.Pseudoterminal {
     const write = (s: string) => this.writeEmitter.fire(s.replace(/\r?\n/g, '\r\n'));
     write(`\x1b[2m> ${this.command}\x1b[0m\n`);
     let exitCode = 1;
+    let ending: 'completed' | 'timed out' | 'cancelled' | 'failed' = 'failed';
+    const capture = this.commands?.start(this.connection.key, this.command, this.cwd ?? '', 'task');
     const hold = this.connection.hold(); // a running task uses the sandbox like a terminal does
     try {
-      const command = { shell: this.command, ...(this.cwd ? { workingDirectory: this.cwd } : {}) };
+      const command = terminalCommand(this.command, this.cwd);
       let events: AsyncGenerator<StreamEvent>;
       const client = await this.connection.client();
       try {
@@ -137,17 +152,25 @@ export class SandboxTaskTerminal implements vscode.Pseudoterminal {
         events = await this.firstEvent((await this.connection.client()).stream({ command }, { signal: this.controller.signal }));
       }
       for await (const event of events) {
-        if (event.type === 'output' && event.output.data) write(Buffer.from(event.output.data, 'base64').toString('utf8'));
+        if (event.type === 'accepted') capture?.accepted(event.accepted.operationID);
+        if (event.type === 'output' && event.output.data) {
+          const text = Buffer.from(event.output.data, 'base64').toString('utf8');
+          capture?.output(text);
+          write(text);
+        }
         if (event.type === 'completed' && event.completed.command) {
           const r = decodeCommandResult(event.completed.command);
           exitCode = r.exitCode;
+          ending = r.timedOut ? 'timed out' : 'completed';
           this.writeEmitter.fire(exitSummary(r.exitCode, r.timedOut));
         }
         if (event.type === 'failed') write(`${event.failed.message ?? `failed (code ${event.failed.code})`}\n`);
       }
     } catch (err) {
+      if (this.controller.signal.aborted) ending = 'cancelled';
       write(this.controller.signal.aborted ? '[cancelled]\n' : `${describeGatewayFailure(err, this.connection.label)}\n`);
     } finally {
+      capture?.finished(ending, ending === 'completed' || ending === 'timed out' ? exitCode : undefined);
       hold.dispose();
       this.onFinished(this.cwd ?? '');
     }

@@ -6,8 +6,10 @@ import path from 'node:path/posix';
 import { GatewayError, GatewayTransportError } from '../../protocol/kruntimes/gatewayErrors';
 import { decodeCommandResult, type GatewayClient } from '../../protocol/kruntimes/gatewayClient';
 import { GrpcCode } from '../../protocol/kruntimes/gateway';
-import type { SandboxConnection } from '../sandboxes/connection';
+import type { LiveSandboxConnection } from '../sandboxes/connection';
 import { CLOSED_PHASES, closedSandboxText, describeGatewayFailure, neverSent } from '../sandboxes/errorText';
+import type { CommandCapture } from '../sandboxes/windowCommands';
+import { terminalCommand } from './commandEnv';
 import { LineEditor } from './lineEditor';
 
 const DIM = '\x1b[2m';
@@ -20,13 +22,15 @@ export const LINE_BASED_NOTE =
   'programs or interactive input). Ctrl+C cancels the running command; `cd` changes the working directory.';
 
 export interface TerminalSessionOptions {
-  connection: SandboxConnection;
+  connection: LiveSandboxConnection;
   /** Writes to the terminal (already VT-encoded, CRLF line ends). */
   write(data: string): void;
   /** Ends the terminal (Ctrl+D, `exit`). */
   close(exitCode: number): void;
   /** Told after each command, with the working directory it ran in (to refresh file views). */
   onCommandFinished?(cwd: string): void;
+  /** Told when a command is sent; what it returns hears its operation id, output and end (the window's command history). */
+  onCommandStarted?(command: string, cwd: string): CommandCapture | undefined;
   /** Told when `cd` changed the working directory (so the terminal can be reopened there after a reload). */
   onDidChangeWorkingDirectory?(cwd: string): void;
   /** Shown once when the terminal opens. */
@@ -48,11 +52,15 @@ export function exitSummary(exitCode: number, timedOut: boolean): string {
 class OutputWriter {
   private readonly decoders = { stdout: new TextDecoder('utf-8'), stderr: new TextDecoder('utf-8') };
   private endsWithNewline = true;
-  constructor(private readonly write: (s: string) => void) {}
+  constructor(
+    private readonly write: (s: string) => void,
+    private readonly capture?: CommandCapture,
+  ) {}
 
   chunk(stream: 'stdout' | 'stderr', bytes: Uint8Array): void {
     const text = this.decoders[stream].decode(bytes, { stream: true });
     if (text === '') return;
+    this.capture?.output(text);
     this.write(text.replace(/\r?\n/g, '\r\n'));
     this.endsWithNewline = text.endsWith('\n');
   }
@@ -67,6 +75,9 @@ class OutputWriter {
   }
 }
 
+/** Keys kept while a command runs, as a terminal's input queue keeps them (beyond this, dropped). */
+const MAX_TYPE_AHEAD = 4096;
+
 export class TerminalSession {
   private readonly editor = new LineEditor();
   private cwd: string;
@@ -75,6 +86,8 @@ export class TerminalSession {
   private runningOperationId: string | undefined;
   private streamUnsupported = false;
   private closed = false;
+  /** What was typed while a command ran (no stdin without a PTY), replayed at the next prompt. */
+  private typeAhead = '';
 
   constructor(private readonly options: TerminalSessionOptions) {
     this.cwd = options.initialCwd ?? '';
@@ -108,8 +121,12 @@ export class TerminalSession {
   handleInput(data: string): void {
     if (this.closed) return;
     if (this.running) {
-      // No stdin without a PTY: only Ctrl+C means something while a command runs.
-      if (data.includes('\x03')) this.interrupt();
+      // No stdin without a PTY: Ctrl+C cancels the command (and, as a terminal does on an
+      // interrupt, drops what was typed ahead); anything else is typed ahead, for the next prompt.
+      if (data.includes('\x03')) {
+        this.typeAhead = '';
+        this.interrupt();
+      } else if (this.typeAhead.length + data.length <= MAX_TYPE_AHEAD) this.typeAhead += data;
       return;
     }
     const { output, actions } = this.editor.handleInput(data);
@@ -131,6 +148,12 @@ export class TerminalSession {
     this.options.write(this.editor.begin(this.promptText()));
     const pending = this.editor.takePendingInput();
     if (pending !== undefined) this.handleInput(pending);
+    // Keys typed while the last command ran come after the rest of a paste, as in a shell.
+    if (!this.running && this.typeAhead !== '') {
+      const typed = this.typeAhead;
+      this.typeAhead = '';
+      this.handleInput(typed);
+    }
   }
 
   private end(code: number): void {
@@ -162,11 +185,13 @@ export class TerminalSession {
     }
     const controller = new AbortController();
     this.running = controller;
+    const capture = this.options.onCommandStarted?.(trimmed, this.cwd);
     let client: GatewayClient | undefined;
     try {
       client = await this.options.connection.client();
       try {
-        await this.execute(client, trimmed, controller.signal);
+        const result = await this.execute(client, trimmed, controller.signal, capture);
+        capture?.finished(result === undefined ? 'failed' : result.timedOut ? 'timed out' : 'completed', result?.exitCode);
       } catch (err) {
         if (!neverSent(err) || controller.signal.aborted) throw err;
         // The gateway did not answer, so nothing ran (the local daemon stopped, or the endpoint
@@ -174,9 +199,11 @@ export class TerminalSession {
         this.options.connection.invalidate(client);
         this.options.write(`${DIM}Reconnecting to ${this.options.connection.label}…${RESET}\r\n`);
         client = await this.options.connection.client();
-        await this.execute(client, trimmed, controller.signal);
+        const result = await this.execute(client, trimmed, controller.signal, capture);
+        capture?.finished(result === undefined ? 'failed' : result.timedOut ? 'timed out' : 'completed', result?.exitCode);
       }
     } catch (err) {
+      capture?.finished(controller.signal.aborted ? 'cancelled' : 'failed');
       if (controller.signal.aborted) this.options.write(`${YELLOW}[cancelled]${RESET}\r\n`);
       else this.options.write(`${RED}${this.describeFailure(err)}${RESET}\r\n`);
       // A new token or endpoint (the local gateway restarted, a token expired) is fetched on the next command.
@@ -196,13 +223,17 @@ export class TerminalSession {
     return describeGatewayFailure(err, this.options.connection.label);
   }
 
-  private async execute(client: GatewayClient, shell: string, signal: AbortSignal): Promise<void> {
-    const command = { shell, ...(this.cwd ? { workingDirectory: this.cwd } : {}) };
-    const out = new OutputWriter(this.options.write);
+  /** Runs one line; its exit code and timeout, or undefined when the operation failed without a result. */
+  private async execute(client: GatewayClient, shell: string, signal: AbortSignal, capture?: CommandCapture): Promise<{ exitCode: number; timedOut: boolean } | undefined> {
+    const command = terminalCommand(shell, this.cwd);
+    const out = new OutputWriter(this.options.write, capture);
     if (!this.streamUnsupported) {
       try {
         for await (const event of client.stream({ command }, { signal })) {
-          if (event.type === 'accepted') this.runningOperationId = event.accepted.operationID;
+          if (event.type === 'accepted') {
+            this.runningOperationId = event.accepted.operationID;
+            capture?.accepted(event.accepted.operationID);
+          }
           else if (event.type === 'output' && event.output.data) out.chunk(event.output.stream === 'stderr' ? 'stderr' : 'stdout', Buffer.from(event.output.data, 'base64'));
           else if (event.type === 'completed') {
             out.finish();
@@ -214,8 +245,9 @@ export class TerminalSession {
               if (decoded.stderr.length) out.chunk('stderr', decoded.stderr);
               if (decoded.stdout.length || decoded.stderr.length) out.finish();
               this.options.write(exitSummary(decoded.exitCode, decoded.timedOut));
+              return { exitCode: decoded.exitCode, timedOut: decoded.timedOut };
             }
-            return;
+            return undefined;
           } else if (event.type === 'failed') {
             out.finish();
             if (event.failed.code === GrpcCode.Unimplemented) {
@@ -224,7 +256,7 @@ export class TerminalSession {
             }
             if (event.failed.code === GrpcCode.Canceled && signal.aborted) throw new DOMException('cancelled', 'AbortError');
             this.options.write(`${RED}${event.failed.message ?? `operation failed (gRPC code ${event.failed.code})`}${RESET}\r\n`);
-            return;
+            return undefined;
           }
         }
       } catch (err) {
@@ -241,6 +273,7 @@ export class TerminalSession {
     if (result.stderr.length) out.chunk('stderr', result.stderr);
     out.finish();
     this.options.write(exitSummary(result.exitCode, result.timedOut));
+    return { exitCode: result.exitCode, timedOut: result.timedOut };
   }
 
   /**

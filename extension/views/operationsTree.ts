@@ -9,6 +9,7 @@ import { parseSandboxKey } from '../../protocol/sandboxes';
 import { activeSandboxKey } from '../sandboxes/activeSandbox';
 import { messageOf } from '../sandboxes/errorText';
 import type { LogFollow, SandboxLogFollows } from '../sandboxes/logFollows';
+import type { WindowCommand, WindowCommands } from '../sandboxes/windowCommands';
 import { formatTime, formatTimeAndAge } from './dateText';
 import { auditRows, type OperationRow, operationSummary } from './operationText';
 
@@ -32,9 +33,15 @@ export class OperationsTreeProvider implements vscode.TreeDataProvider<Operation
   private following: LogFollow | undefined;
   private problem: string | undefined;
 
-  constructor(private readonly follows: SandboxLogFollows) {
+  constructor(
+    private readonly follows: SandboxLogFollows,
+    /** The commands run from this window: a row that is one of them can be re-run and its output opened. */
+    private readonly commands?: WindowCommands,
+  ) {
     this.subscriptions.push(
-      vscode.window.onDidChangeActiveTextEditor(() => this.retarget()),
+      // A command's output opened from this view (`sandbox-output:`), or no editor for a moment while
+      // one replaces another, keeps the view on its sandbox.
+      vscode.window.onDidChangeActiveTextEditor((e) => e && e.document.uri.scheme !== 'sandbox-output' && this.retarget()),
       vscode.workspace.onDidChangeWorkspaceFolders(() => this.retarget()),
     );
     this.retarget();
@@ -86,11 +93,23 @@ export class OperationsTreeProvider implements vscode.TreeDataProvider<Operation
     const item = new vscode.TreeItem(audit.operation.replace('_', ' '));
     item.description = `${operationSummary(audit)} · ${formatTimeAndAge(time)}`;
     item.iconPath = OUTCOME_ICONS[audit.outcome];
-    item.contextValue = `operation.${audit.outcome}`;
+    const ranHere = this.windowCommand(node);
+    item.contextValue = `operation.${audit.outcome}${ranHere ? '.ranHere' : ''}`;
     const tooltip = new vscode.MarkdownString(`**${audit.operation}** ${operationSummary(audit)}  \n${formatTime(time)} · ${audit.run_name}`);
     if (audit.timed_out) tooltip.appendMarkdown('  \nThe command hit its timeout.');
+    if (ranHere) {
+      tooltip.appendMarkdown(`  \nRun from this window's ${ranHere.from}: `);
+      tooltip.appendText(ranHere.command);
+    }
     item.tooltip = tooltip;
     return item;
+  }
+
+  /** The command of this window a command row is (runtimed's log has no command text: only this window knows it). */
+  windowCommand(node: OperationsNode): WindowCommand | undefined {
+    if (node.kind !== 'operation' || node.row.audit.operation !== 'command' || !this.key) return undefined;
+    const loggedAt = Date.parse(node.row.time.replace(/(\.\d{3})\d+/, '$1'));
+    return Number.isFinite(loggedAt) ? this.commands?.match(this.key, loggedAt, node.row.audit.duration_milliseconds ?? 0) : undefined;
   }
 
   getChildren(node?: OperationsNode): OperationsNode[] {

@@ -1,5 +1,6 @@
 // The Sandboxes view: providers → contexts → namespaces → session Runs, with a phase icon and a
-// tooltip that says why a sandbox is in its phase (reason, message, timeouts, runtime, age).
+// tooltip that says why a sandbox is in its phase (reason, message, timeouts, runtime, age); a
+// sandbox an agent created (a robot) or granted to agents says so in its description.
 // kruntimes shows kubeconfig's contexts (the current one first, marked and open) and, when it
 // cannot be used, why — as the provider's first child, a click away from the kubeconfig setting.
 import os from 'node:os';
@@ -82,6 +83,25 @@ export function phaseIcon(phase: RunPhase | undefined): vscode.ThemeIcon {
   return new vscode.ThemeIcon(id, color ? new vscode.ThemeColor(color) : undefined);
 }
 
+/** A sandbox an agent created shows a robot (in its phase's colour) once it is no longer starting or closing. */
+export function sandboxIcon(s: SandboxSummary): vscode.ThemeIcon {
+  const [id, color] = PHASE_ICONS[s.phase ?? 'Pending'];
+  if (!s.createdByAgent || id.includes('~spin')) return phaseIcon(s.phase);
+  return new vscode.ThemeIcon('robot', color ? new vscode.ThemeColor(color) : undefined);
+}
+
+/** What agents (the MCP server) have to do with a sandbox, in words; undefined for none. */
+export function agentText(s: SandboxSummary): string | undefined {
+  const parts = [s.createdByAgent ? 'created by an agent' : undefined, s.grantedToAgents ? 'granted to agents' : undefined].filter((p) => p !== undefined);
+  return parts.length ? parts.join(', ') : undefined;
+}
+
+/** The same, short, at the start of the row's description (a narrow side bar cuts its end). */
+function agentMark(s: SandboxSummary): string | undefined {
+  const parts = [s.createdByAgent ? 'by agent' : undefined, s.grantedToAgents ? 'granted to agents' : undefined].filter((p) => p !== undefined);
+  return parts.length ? parts.join(', ') : undefined;
+}
+
 export function sandboxTooltip(s: SandboxSummary): vscode.MarkdownString {
   const md = new vscode.MarkdownString(undefined, true);
   md.appendMarkdown(`**${s.ref.name}** — ${s.phase ?? 'Pending'}\n\n`);
@@ -95,6 +115,7 @@ export function sandboxTooltip(s: SandboxSummary): vscode.MarkdownString {
     ['Termination', s.terminationMode],
     ['Created', s.createdAt ? formatTimeAndAge(s.createdAt) : undefined],
     ['Artifacts', s.artifacts?.length ? s.artifacts.map((a) => a.name).join(', ') : undefined],
+    ['Agents', agentText(s)],
   ];
   for (const [k, v] of rows) if (v) md.appendMarkdown(`${k}: ${v.replace(/[\\`*_{}[\]()#+\-.!|]/g, '\\$&')}  \n`);
   return md;
@@ -161,10 +182,12 @@ export class SandboxTreeProvider implements vscode.TreeDataProvider<SandboxTreeN
         const s = node.sandbox;
         const item = new vscode.TreeItem(s.ref.name, vscode.TreeItemCollapsibleState.None);
         item.id = s.key;
-        item.description = `${s.phase ?? 'Pending'}${s.reason && s.phase !== 'Ready' ? ` · ${s.reason}` : ''} · ${s.runtime}`;
-        item.iconPath = phaseIcon(s.phase);
+        const agents = agentMark(s);
+        item.description = `${agents ? `${agents} · ` : ''}${s.phase ?? 'Pending'}${s.reason && s.phase !== 'Ready' ? ` · ${s.reason}` : ''} · ${s.runtime}`;
+        item.iconPath = sandboxIcon(s);
         item.tooltip = sandboxTooltip(s);
-        item.contextValue = `sandbox.${s.phase ?? 'Pending'}${s.artifacts?.length ? '.artifacts' : ''}`;
+        // `.agents` (granted) picks Grant or Revoke in the context menu; `.artifacts` stays last (menus match /\.artifacts$/).
+        item.contextValue = `sandbox.${s.phase ?? 'Pending'}${s.grantedToAgents ? '.agents' : ''}${s.artifacts?.length ? '.artifacts' : ''}`;
         if (s.phase === 'Ready') {
           item.command = { command: 'sandboxSessions.openSandbox', title: 'Open Sandbox', arguments: [node] };
         }

@@ -147,6 +147,8 @@ export const GatewayCapabilitiesSchema = z.looseObject({
   isolateNetwork: z.boolean().optional(),
   /** Which backend runs commands and what it isolates. */
   backend: z.string().optional(),
+  /** `GET P/pty`: an interactive terminal (terminalSocket.ts), where the sandbox has a PTY. */
+  terminal: z.boolean().optional(),
 });
 export type GatewayCapabilities = z.infer<typeof GatewayCapabilitiesSchema>;
 

@@ -1,16 +1,12 @@
 // One reader of newline-delimited JSON bodies (the era-C `operations:stream` response, the local
 // Runs watch): splits a byte stream into lines without decoding a half UTF-8 character, skips
 // blank lines, and refuses a line longer than its cap instead of buffering without bound.
+import { SandboxSessionsError } from '../errors';
 
 /** A line over the cap, or bytes after the last newline when the body ends. */
-export class NdjsonLineError extends Error {
+export class NdjsonLineError extends SandboxSessionsError<'ndjson_line_too_long' | 'ndjson_truncated'> {
   override readonly name = 'NdjsonLineError';
-  constructor(
-    readonly code: 'ndjson_line_too_long' | 'ndjson_truncated',
-    message: string,
-  ) {
-    super(message);
-  }
+  readonly service = 'ndjson';
 }
 
 /** Yields each non-blank line (without its `\n`, `\r\n` trimmed) of an NDJSON byte stream. */

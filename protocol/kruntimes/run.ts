@@ -3,6 +3,7 @@
 // same shape, so one model covers both providers.
 import { z } from 'zod';
 import { Sha256DigestSchema } from '../digest';
+import { SandboxSessionsError } from '../errors';
 
 export const RUN_API_VERSION = 'kruntimes.io/v1alpha1';
 export const RUN_KIND = 'Run';
@@ -229,14 +230,14 @@ export function invalidRunMessage(name: string, message: string): string {
 }
 
 /** Why a Run cannot be used as a sandbox; the messages are the kruntimes SDKs'. */
-export class RunStateError extends Error {
+export class RunStateError extends SandboxSessionsError<'run_state'> {
   override readonly name = 'RunStateError';
-  readonly code = 'run_state';
+  readonly service = 'run';
   constructor(
     message: string,
     readonly run: { namespace?: string | undefined; name?: string | undefined; phase?: RunPhase | undefined },
   ) {
-    super(message);
+    super('run_state', message);
   }
 }
 

@@ -6,106 +6,22 @@
 // A socket that drops while an operation is in flight leaves its outcome unknown: the call
 // fails with `outcomeUnknown` and is never re-sent. The upgrade authenticates with
 // `Authorization: Bearer`, sends no `Origin`, and trusts the Run's CA bundle.
-import { WebSocket, type RawData } from 'ws';
-import { type SessionOperation, type StreamEvent, GatewayLimits, ErrorBodySchema } from './gateway';
+import { WebSocket } from 'ws';
+import { type SessionOperation, type StreamEvent, GatewayLimits } from './gateway';
 import { GatewayError, GatewayProtocolError, GatewayTransportError, GatewayUsageError } from './gatewayErrors';
-import type { GatewayTlsOptions } from './gatewayTls';
-import { EventChannel } from './eventChannel';
-import {
-  type ClientFrame,
-  idempotencyKeyProblem,
-  newIdempotencyKey,
-  ServerFrameSchema,
-  SessionCloseCode,
-  SessionFrameMessages,
-  sessionSocketUrl,
-  statusForErrorFrame,
-} from './sessionFrames';
+import { abortError, createJob, type Job, type OperateOptions } from './sessionJob';
+import { dropLostHolders, heartbeatIntervalMs, isLaggingRefusal, type HeartbeatHold, type LeaseHeartbeatOptions, type LeaseHolder } from './sessionLease';
+import { dialOptions, dialSessionSocket, upgradeRefusal, type DialOptions, type SessionConnectionOptions } from './sessionSocketDial';
+import { type ClientFrame, type ServerFrame, SessionCloseCode, SessionFrameMessages, statusForErrorFrame } from './sessionFrames';
 
-export interface SessionConnectionOptions {
-  /** The Run's `status.endpoint.url` (http or https, ending in `sessions/<uid>`). */
-  endpointUrl: string;
-  token?: string | undefined;
-  tls?: GatewayTlsOptions | undefined;
-  /** Client frame cap: the gateway's read limit (1 MiB) closes with 1009 above it. */
-  maxClientFrameBytes?: number | undefined;
-  /** Largest server frame accepted (the gateway's 1 MiB response limit plus headroom). */
-  maxServerFrameBytes?: number | undefined;
-  handshakeTimeoutMs?: number | undefined;
-  /** Upgrades answered 429 are retried this many times with jittered backoff (default 5). */
-  maxUpgradeRetries?: number | undefined;
-  /**
-   * Ping period of an open socket (default 15 s; the lease heartbeat period while one is held).
-   * A socket that answers no ping for three periods (at least 5 s) is dropped, so a dead
-   * connection — a NAT or proxy that forgot it — fails the operation on it instead of hanging.
-   */
-  keepAliveMs?: number | undefined;
-}
-
-export interface OperateOptions {
-  signal?: AbortSignal | undefined;
-  /** Sent as the operation's `idempotencyKey`; one is generated when absent. */
-  idempotencyKey?: string | undefined;
-}
-
-export interface LeaseHeartbeatOptions {
-  /** Called once when the gateway refuses the connection for good (401/403 at once; 404/409 after `refusalGraceMs`). */
-  onLost?: ((err: GatewayError) => void) | undefined;
-  /** How long 404/409 refusals must persist before they count as final (default 3 s; informer lag). */
-  refusalGraceMs?: number | undefined;
-  log?: ((line: string) => void) | undefined;
-}
-
-export interface HeartbeatHold {
-  /** Stops this holder's heartbeats; idempotent. */
-  release(): void;
-}
-
-/** lease/3, clamped to 0.1–30 s (the SDKs' interval). */
-export function heartbeatIntervalMs(leaseTimeoutSeconds: number): number {
-  return Math.min(Math.max((leaseTimeoutSeconds * 1000) / 3, 100), 30_000);
-}
-
-/** The signal's own reason (an AbortError, or a TimeoutError from AbortSignal.timeout), else an AbortError. */
-function abortError(signal: AbortSignal | undefined): Error {
-  const reason: unknown = signal?.aborted ? signal.reason : undefined;
-  if (reason instanceof Error) return reason;
-  return new DOMException('The operation was aborted', 'AbortError');
-}
-
-function frameText(data: RawData): string {
-  const bytes = Array.isArray(data) ? Buffer.concat(data) : Buffer.isBuffer(data) ? data : Buffer.from(data);
-  return bytes.toString('utf8');
-}
-
-type JobState = 'queued' | 'sent' | 'accepted';
-
-interface Job {
-  key: string;
-  frame: string;
-  signal: AbortSignal | undefined;
-  events: EventChannel<StreamEvent>;
-  state: JobState;
-  /** The caller aborted (or cancelled it by id, or stopped reading): end with an AbortError. */
-  abortRequested: boolean;
-  cancelSent: boolean;
-  detachAbort: () => void;
-}
-
-interface Holder {
-  intervalMs: number;
-  opts: LeaseHeartbeatOptions;
-}
-
-const DEFAULT_MAX_SERVER_FRAME_BYTES = GatewayLimits.maxResponseBodyBytes + 64 * 1024;
-const MAX_UPGRADE_BODY_BYTES = 64 * 1024;
+export type { OperateOptions } from './sessionJob';
+export type { SessionConnectionOptions } from './sessionSocketDial';
+export { heartbeatIntervalMs, type HeartbeatHold, type LeaseHeartbeatOptions } from './sessionLease';
 
 export class SessionConnection {
   readonly url: string;
-  private readonly headers: Record<string, string>;
+  private readonly dial: DialOptions;
   private readonly maxClientFrameBytes: number;
-  private readonly maxServerFrameBytes: number;
-  private readonly handshakeTimeoutMs: number;
   private readonly maxUpgradeRetries: number;
 
   private socket: WebSocket | undefined;
@@ -118,7 +34,7 @@ export class SessionConnection {
   private active: Job | undefined;
   /** A cancel was sent for an operation that then ended some other way: one `no active…` error may follow. */
   private strayCancelError = false;
-  private readonly holders = new Set<Holder>();
+  private readonly holders = new Set<LeaseHolder>();
   /** Heartbeats (while a lease is held) and keep-alive pings (while the socket is open). */
   private ticker: NodeJS.Timeout | undefined;
   private tickEveryMs = 0;
@@ -129,12 +45,10 @@ export class SessionConnection {
   /** Upgrades attempted (a diagnostic for tests and logs). */
   upgrades = 0;
 
-  constructor(private readonly opts: SessionConnectionOptions) {
-    this.url = sessionSocketUrl(opts.endpointUrl);
-    this.headers = opts.token ? { Authorization: `Bearer ${opts.token}` } : {};
+  constructor(opts: SessionConnectionOptions) {
+    this.dial = dialOptions(opts);
+    this.url = this.dial.url;
     this.maxClientFrameBytes = opts.maxClientFrameBytes ?? GatewayLimits.maxRequestBodyBytes;
-    this.maxServerFrameBytes = opts.maxServerFrameBytes ?? DEFAULT_MAX_SERVER_FRAME_BYTES;
-    this.handshakeTimeoutMs = opts.handshakeTimeoutMs ?? 10_000;
     this.maxUpgradeRetries = opts.maxUpgradeRetries ?? 5;
     this.keepAliveMs = opts.keepAliveMs ?? 15_000;
   }
@@ -186,7 +100,7 @@ export class SessionConnection {
       throw new GatewayUsageError(`leaseTimeoutSeconds must be a positive number, not ${leaseTimeoutSeconds}`);
     }
     if (this.closed) throw new GatewayUsageError('the Session connection is closed');
-    const holder: Holder = { intervalMs: heartbeatIntervalMs(leaseTimeoutSeconds), opts };
+    const holder: LeaseHolder = { intervalMs: heartbeatIntervalMs(leaseTimeoutSeconds), opts };
     this.holders.add(holder);
     this.syncTicker();
     this.pump();
@@ -236,23 +150,7 @@ export class SessionConnection {
 
   private enqueue(operation: SessionOperation, options: OperateOptions): Job {
     if (this.closed) throw new GatewayUsageError('the Session connection is closed');
-    const key = options.idempotencyKey ?? newIdempotencyKey();
-    const problem = idempotencyKeyProblem(key);
-    if (problem) throw new GatewayUsageError(`${problem}: ${JSON.stringify(key)}`);
-    const frame: ClientFrame = { type: 'send', idempotencyKey: key, operation };
-    const text = JSON.stringify(frame);
-    const size = Buffer.byteLength(text);
-    if (size > this.maxClientFrameBytes) {
-      throw new GatewayUsageError(`the operation is ${size} bytes as a Session frame, more than the gateway's ${this.maxClientFrameBytes}; send it in parts`);
-    }
-    const signal = options.signal;
-    signal?.throwIfAborted();
-    const job: Job = { key, frame: text, signal, events: new EventChannel(), state: 'queued', abortRequested: false, cancelSent: false, detachAbort: () => undefined };
-    if (signal) {
-      const onAbort = (): void => this.abandon(job);
-      signal.addEventListener('abort', onAbort, { once: true });
-      job.detachAbort = () => signal.removeEventListener('abort', onAbort);
-    }
+    const job = createJob(operation, options, this.maxClientFrameBytes, (j) => this.abandon(j));
     this.queue.push(job);
     this.pump();
     return job;
@@ -321,79 +219,45 @@ export class SessionConnection {
   private connect(): void {
     this.connecting = true;
     this.upgrades++;
-    const ws = new WebSocket(this.url, {
-      headers: this.headers,
-      handshakeTimeout: this.handshakeTimeoutMs,
-      perMessageDeflate: false,
-      maxPayload: this.maxServerFrameBytes,
-      ...this.opts.tls,
+    dialSessionSocket(this.dial, {
+      open: (ws) => this.opened(ws),
+      refused: (status, body) => this.refused(status, body),
+      unreachable: (err) => this.unreachable(err),
+      frame: (ws, frame) => {
+        if (this.socket === ws) this.onFrame(frame);
+      },
+      invalidFrame: (ws, message) => {
+        if (this.socket === ws) this.protocolError(ws, message);
+      },
+      pong: () => (this.lastPong = Date.now()),
+      closed: (ws, code, reason, lastError) => {
+        if (this.socket !== ws) return;
+        this.socket = undefined;
+        this.syncTicker();
+        this.onDropped(code, reason, lastError);
+      },
     });
-    let settled = false; // the attempt has been accounted for (opened, refused or failed)
-    ws.on('unexpected-response', (_req, res) => {
-      const chunks: Buffer[] = [];
-      let size = 0;
-      res.on('data', (c: Buffer) => {
-        size += c.length;
-        if (size <= MAX_UPGRADE_BODY_BYTES) chunks.push(c);
-      });
-      res.on('end', () => {
-        if (settled) return;
-        settled = true;
-        ws.terminate();
-        this.refused(res.statusCode ?? 0, Buffer.concat(chunks).toString('utf8'));
-      });
-      res.on('error', () => {
-        if (settled) return;
-        settled = true;
-        ws.terminate();
-        this.unreachable(new Error(`the upgrade answer (HTTP ${res.statusCode ?? 0}) broke off`));
-      });
-    });
-    let lastError: Error | undefined;
-    ws.on('error', (err) => (lastError = err));
-    ws.on('open', () => {
-      settled = true;
-      this.connecting = false;
-      this.socket = ws;
-      this.upgrade429s = 0;
-      this.reconnectBackoffMs = 100;
-      this.refusedSince = undefined;
-      this.lastPong = Date.now();
-      if (this.closed) {
-        ws.terminate();
-        return;
-      }
-      this.syncTicker();
-      this.pump();
-    });
-    ws.on('pong', () => (this.lastPong = Date.now()));
-    ws.on('message', (data, isBinary) => {
-      if (this.socket === ws) this.onFrame(ws, data, isBinary);
-    });
-    ws.on('close', (code, reason) => {
-      if (!settled) {
-        settled = true;
-        this.unreachable(lastError ?? new Error(`closed with ${code} during the upgrade`));
-        return;
-      }
-      if (this.socket !== ws) return;
-      this.socket = undefined;
-      this.syncTicker();
-      this.onDropped(code, reason.toString('utf8'), lastError);
-    });
+  }
+
+  private opened(ws: WebSocket): void {
+    this.connecting = false;
+    this.socket = ws;
+    this.upgrade429s = 0;
+    this.reconnectBackoffMs = 100;
+    this.refusedSince = undefined;
+    this.lastPong = Date.now();
+    if (this.closed) {
+      ws.terminate();
+      return;
+    }
+    this.syncTicker();
+    this.pump();
   }
 
   /** The upgrade was answered with an HTTP error. */
   private refused(status: number, body: string): void {
     this.connecting = false;
-    let message = body.trim() || `HTTP ${status}`;
-    try {
-      const parsed = ErrorBodySchema.safeParse(JSON.parse(body));
-      if (parsed.success) message = parsed.data.error;
-    } catch {
-      // not JSON: keep the text
-    }
-    const error = new GatewayError(status, message);
+    const error = upgradeRefusal(status, body);
     if (status === 429 && this.upgrade429s < this.maxUpgradeRetries && !this.closed) {
       // Bounded exponential backoff with full jitter, so many clients do not retry in step.
       const cap = Math.min(100 * 2 ** this.upgrade429s, 2_000);
@@ -419,18 +283,9 @@ export class SessionConnection {
 
   private refusedForHolders(error: GatewayError): void {
     if (this.holders.size === 0) return;
-    const final = error.status === 401 || error.status === 403;
-    const lagging = error.status === 404 || error.status === 409;
     const now = Date.now();
-    for (const holder of [...this.holders]) {
-      const grace = holder.opts.refusalGraceMs ?? 3_000;
-      if (final || (lagging && now - (this.refusedSince ?? now) >= grace)) {
-        this.holders.delete(holder);
-        holder.opts.log?.(`lease lost: ${error.message} (HTTP ${error.status})`);
-        holder.opts.onLost?.(error);
-      }
-    }
-    if (lagging) this.refusedSince ??= now;
+    dropLostHolders(this.holders, error, this.refusedSince, now);
+    if (isLaggingRefusal(error)) this.refusedSince ??= now;
     this.syncTicker();
     if (this.holders.size > 0) this.reconnectForHolders();
   }
@@ -474,14 +329,7 @@ export class SessionConnection {
     this.finish(job, new GatewayTransportError(`${why}; the outcome is unknown and it was not retried`, true));
   }
 
-  private onFrame(ws: WebSocket, data: RawData, isBinary: boolean): void {
-    let frame;
-    try {
-      if (isBinary) throw new Error('a binary frame');
-      frame = ServerFrameSchema.parse(JSON.parse(frameText(data)));
-    } catch (err) {
-      return this.protocolError(ws, `the gateway sent an invalid Session frame (${(err as Error).message.slice(0, 200)})`);
-    }
+  private onFrame(frame: ServerFrame): void {
     const job = this.active;
     if (frame.type === 'error') {
       if (this.strayCancelError && frame.error === SessionFrameMessages.noActiveOperation && (!job || job.state === 'sent')) {

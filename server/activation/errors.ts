@@ -1,15 +1,13 @@
 // The one error type activation and fork refusals throw, with stable codes (protocol/activation.ts)
 // so the CLI and JSON-RPC can branch on `code` and show `message` to a person.
 import type { ActivationErrorCode } from '../../protocol/activation';
+import { SandboxSessionsError } from '../../protocol/errors';
 
-export class ActivationError extends Error {
+export class ActivationError extends SandboxSessionsError<ActivationErrorCode> {
   override readonly name = 'ActivationError';
-  constructor(
-    readonly code: ActivationErrorCode,
-    message: string,
-    options?: { cause?: unknown },
-  ) {
-    super(message, options);
+  readonly service = 'activation';
+  constructor(code: ActivationErrorCode, message: string, options?: { cause?: unknown }) {
+    super(code, message, options);
   }
 
   toPayload(): { name: 'ActivationError'; code: ActivationErrorCode; message: string } {

@@ -1,10 +1,11 @@
 // Fork (spec §11): a new Session from an explicit, retained revision of another. claimFork pins the
 // source checkpoint (so a source that moves on is never forked at an unintended revision); the
-// source bundle is hydrated, its state identity re-keyed by a pluggable hook, repacked with the
-// target's envelope.sessionId (no lastCommittedActivationId), published, created as the target's
-// r1 with forkedFrom lineage, and completed. Every step is deterministic, so the same forkId always
-// yields the same target, also after a crash between claim and completion. Activation records,
-// leases and credentials are never copied (they are not in the bundle).
+// source bundle is checked out and repacked by the workspace mover (sandboxes/workspaceMover.ts),
+// its state identity re-keyed in between by a pluggable hook, with the target's envelope.sessionId
+// (no lastCommittedActivationId), published, created as the target's r1 with forkedFrom lineage,
+// and completed. Every step is deterministic, so the same forkId always yields the same target,
+// also after a crash between claim and completion. Activation records, leases and credentials are
+// never copied (they are not in the bundle).
 import { createHash } from 'node:crypto';
 import fsp from 'node:fs/promises';
 import os from 'node:os';
@@ -12,9 +13,9 @@ import path from 'node:path';
 import { type ForkRequest, ForkRequestSchema, type ForkResult } from '../../protocol/activation';
 import { DEFAULT_PEOPLE_LIMITS, type SessionBundleLimits } from '../../protocol/bundle';
 import type { SessionRevisionRef } from '../../protocol/repository';
-import { hydrateSessionBundle, packSessionBundle } from '../bundle';
-import { materializeSessionCheckpointV1, publishSessionCheckpointV1 } from '../repository/checkpoint';
+import { publishSessionCheckpointV1 } from '../repository/checkpoint';
 import type { SessionRepository } from '../repository/contract';
+import { checkoutSession, repackSession } from '../sandboxes/workspaceMover';
 import { ActivationError } from './errors';
 import { MAKA_CLOUD_IDENTITY_MEDIA_TYPE, makaCloudIdentity, makaSessionIdOf, type StateIdentity } from './stateIdentity';
 
@@ -91,19 +92,8 @@ export async function forkSession(
   try {
     progress('materialize', 'reading the source revision');
     // Always the checkpoint pinned by the claim, never the source's current head.
-    const bundle = await materializeSessionCheckpointV1({
-      objectStore: repo.objects,
-      checkpoint: claim.sourceCheckpoint,
-      destination: path.join(scratch, 'source.tar.zst'),
-      maxBytes: limits.maxCompressedBytes,
-    });
-    const hydrated = await hydrateSessionBundle({
-      source: { path: bundle.path, expectedArchiveDigest: bundle.expectedArchiveDigest },
-      expectedSessionId: claim.source.sessionId,
-      destinationRoot: path.join(scratch, 'tree'),
-      limits,
-    });
-    const identity: StateIdentity = { mediaType: hydrated.manifest.stateIdentity.mediaType, bytes: await fsp.readFile(path.join(hydrated.destinationRoot, 'state-identity.json')) };
+    const hydrated = await checkoutSession({ objects: repo.objects, checkpoint: claim.sourceCheckpoint, sessionId: claim.source.sessionId, limits, scratch });
+    const identity: StateIdentity = hydrated.identity;
     const rekey = await (options.rekey ?? defaultRekey)({
       forkId: claim.forkId,
       source: claim.source,
@@ -113,14 +103,7 @@ export async function forkSession(
       workspaceRoot: hydrated.workspaceRoot,
     });
     progress('pack', `repacking for ${targetSessionId}`);
-    const artifact = await packSessionBundle({
-      stateRoot: hydrated.stateRoot,
-      workspaceRoot: hydrated.workspaceRoot,
-      stateIdentity: rekey.identity,
-      envelope: { sessionId: targetSessionId },
-      destination: path.join(scratch, 'target.tar.zst'),
-      limits,
-    });
+    const artifact = await repackSession(hydrated, { sessionId: targetSessionId, stateIdentity: rekey.identity, limits, destination: path.join(scratch, 'target.tar.zst') });
     const checkpoint = await publishSessionCheckpointV1({ objectStore: repo.objects, compatibilityBundle: artifact });
     progress('create', `creating ${targetSessionId}@r1`);
     await repo.createSession({ sessionId: targetSessionId, agentId: claim.sourceAgentId, checkpoint, forkedFrom: claim.source, createdByForkId: claim.forkId });

@@ -6,48 +6,45 @@
 // and pack them through the snapshot policy → publish + CAS-commit with lastCommittedActivationId
 // and a commitId → only then mark the outcome committed and return it; the sandbox is destroyed in
 // `finally`. A CAS loser returns `revision_conflict` and never its output. Credentials reach the
-// sandbox per activation (config-root files, env) and never the bundle.
-import { createHash } from 'node:crypto';
+// sandbox per activation (config-root files, env) and never the bundle. Moving the session in and out
+// is the workspace mover's (sandboxes/workspaceMover.ts): a local sandbox's directory is hydrated in place and,
+// once the agent has exited, packed in place (no staging or snapshot copies); a remote one (OpenSandbox, a cluster)
+// gets the bundle as one file unpacked by `tar` and gives the session back as one `tar.zst`, read strictly and
+// re-packed here with our codec through the snapshot policy. The Run (and an OpenSandbox sandbox) is labelled with the
+// session and activation ids; each numbered step is one method.
 import fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import {
   type ActivationEvent,
   type ActivationOutcomeEvent,
-  ActivationOutcomeEventSchema,
-  type ActivationRequest,
   type ActivationResult,
   type ActivationRunRequest,
   ActivationRunRequestSchema,
 } from '../../protocol/activation';
-import { DEFAULT_PEOPLE_LIMITS, type SessionBundleLimits } from '../../protocol/bundle';
-import { GatewayClient } from '../../protocol/kruntimes/gatewayClient';
+import { DEFAULT_PEOPLE_LIMITS, type SessionBundleArtifact, type SessionBundleLimits } from '../../protocol/bundle';
 import type { CommittedSessionRevision } from '../../protocol/repository';
 import type { ProviderKind, SandboxRef } from '../../protocol/sandboxes';
-import { hydrateSessionBundle, packSessionBundle, type PreparedSnapshot, prepareWorkspaceSnapshot, SessionBundleError, SessionSnapshotError } from '../bundle';
-import { classifyWorkspacePath } from '../bundle/snapshotPolicy';
 import type { Logger } from '../log';
 import { newOwnerToken } from '../repository/activationStore';
-import { openSessionCheckpointBundleV1, publishSessionCheckpointV1 } from '../repository/checkpoint';
+import { publishSessionCheckpointV1 } from '../repository/checkpoint';
 import type { SessionRepository } from '../repository/contract';
-import { isSessionRepositoryError, SessionRepositoryError } from '../repository/errors';
-import { encodeJcs } from '../repository/jcs';
-import type { ActivationRecord, PendingActivationCommit } from '../repository/records';
+import { isSessionRepositoryError } from '../repository/errors';
+import type { PendingActivationCommit } from '../repository/records';
 import type { SandboxProvider } from '../sandboxes/provider';
-import { confirmedHostRoot, placeSession } from '../sandboxes/hostPlacement';
-import { downloadTree, uploadTree } from '../sandboxes/transfer';
+import { labelValue, LABEL_ACTIVATION, LABEL_SESSION } from '../sandboxes/opensandbox/labels';
+import { type CaptureStep, captureFrom, checkoutInto, emptySession, hydrateInto, type SessionIdentity, type SessionTransfer } from '../sandboxes/workspaceMover';
+import { ActivationRecords } from './activationRecords';
 import { runAgentCommand } from './agentCommand';
+import { commitCheckpoint, markCommitted } from './activationCommit';
 import { ActivationError, isActivationError } from './errors';
+import { type ActivationCredentials, type ConnectedSandbox, connectSandbox, destroySandbox, writeActivationInput } from './freshSandbox';
+import { classify, commitIdFor, committedResult, notCommitted } from './outcomes';
 import { type ActivationCommandConfig, activationArgv, DEFAULT_ACTIVATION_COMMAND, REMOTE } from './sandboxLayout';
-import { DEFAULT_LEASE_POLICY, Heartbeat, type LeasePolicy, SessionAdmission } from './sessionLease';
-import { identityAfterActivation, makaSessionIdOf, type StateIdentity } from './stateIdentity';
+import { DEFAULT_LEASE_POLICY, Heartbeat, type LeasePolicy } from './sessionLease';
+import { identityAfterActivation } from './stateIdentity';
 
-/** What one activation gets that must never be bundled: env (e.g. API keys) and files under --config-root. */
-export interface ActivationCredentials {
-  env?: Record<string, string>;
-  /** Paths relative to the config root → contents. */
-  configFiles?: Record<string, string | Uint8Array>;
-}
+export type { ActivationCredentials } from './freshSandbox';
 
 export interface ActivationRunnerOptions {
   repository: SessionRepository;
@@ -74,61 +71,30 @@ export interface RunOptions {
 }
 
 const MAX_COMMAND_TIMEOUT_MS = 5 * 60_000;
+/** The total timeout of an activation's sandbox unless the request sets one: the turn's 5 minutes plus transfers. */
+export const THROWAWAY_SANDBOX_TIMEOUT = '30m';
+
+/** What the steps of one attempt share. */
+interface AttemptContext {
+  token: string;
+  attempt: number;
+  signal: AbortSignal;
+  progress: (phase: string, message?: string) => void;
+  onEvent: (event: ActivationEvent) => void;
+  lost: () => string | undefined;
+}
+
 export const DEFAULT_AGENT_ID = 'default-agent';
 
-function sha256(text: string): string {
-  return `sha256:${createHash('sha256').update(text).digest('hex')}`;
-}
-
-/** The deterministic commitId of one attempt (a retry of a pending commit reuses it). */
-function commitIdFor(sessionId: string, activationId: string, attempt: number): string {
-  return `activation-${createHash('sha256').update(`${sessionId}\u0000${activationId}\u0000${attempt}`).digest('hex').slice(0, 40)}`;
-}
-
-function notCommitted(request: ActivationRunRequest, code: ActivationError['code'], message: string, attempt?: number): ActivationResult {
-  return {
-    sessionId: request.sessionId,
-    activationId: request.activationId,
-    commit: 'not_committed',
-    error: { code, message },
-    deduplicated: false,
-    ...(attempt !== undefined ? { attempt } : {}),
-  };
-}
-
-function committedResult(record: ActivationRecord, deduplicated: boolean): ActivationResult {
-  const outcome = ActivationOutcomeEventSchema.parse(record.outcome);
-  return {
-    sessionId: record.sessionId,
-    activationId: record.activationId,
-    commit: 'committed',
-    ...(record.revision !== undefined ? { revision: record.revision } : {}),
-    outcome,
-    deduplicated,
-    attempt: record.attempt,
-  };
-}
-
-/** Maps whatever failed during a run to a stable code (not committed). */
-function classify(err: unknown): ActivationError {
-  if (isActivationError(err)) return err;
-  if (err instanceof SessionSnapshotError) {
-    return new ActivationError(err.code === 'policy_rejected' ? 'policy_rejected' : 'bundle_failed', `the session could not be snapshotted: ${err.message}`, { cause: err });
-  }
-  if (err instanceof SessionBundleError) return new ActivationError('bundle_failed', `the session bundle failed: ${err.message}`, { cause: err });
-  if (err instanceof SessionRepositoryError) return new ActivationError('repository_failed', `the session repository failed: ${err.message}`, { cause: err });
-  return new ActivationError('sandbox_failed', `the activation failed: ${(err as Error)?.message ?? String(err)}`, { cause: err });
-}
-
 export class ActivationRunner {
-  private readonly admission: SessionAdmission;
+  private readonly records: ActivationRecords;
   private readonly policy: LeasePolicy;
   private readonly command: ActivationCommandConfig;
   private readonly limits: SessionBundleLimits;
 
   constructor(private readonly options: ActivationRunnerOptions) {
     this.policy = { ...DEFAULT_LEASE_POLICY, ...options.lease };
-    this.admission = new SessionAdmission(options.repository.activations, this.policy);
+    this.records = new ActivationRecords(options.repository, this.policy, options.log);
     this.command = options.command ?? DEFAULT_ACTIVATION_COMMAND;
     this.limits = options.limits ?? DEFAULT_PEOPLE_LIMITS;
   }
@@ -148,16 +114,10 @@ export class ActivationRunner {
 
     // 1. Persist and claim the activation id.
     const token = newOwnerToken();
-    const requestDigest = sha256(encodeJcs(request.stimulus ?? null));
-    const claim = await this.repo.activations.claim({ sessionId, activationId, requestDigest, token, ttlMs: this.policy.ttlMs });
-    if (claim.kind === 'committed') return committedResult(claim.record, true);
-    if (claim.kind === 'in_progress') {
-      throw new ActivationError('activation_in_progress', `activation ${activationId} of session ${sessionId} is running right now (attempt ${claim.record.attempt}); wait for it and retry to get its outcome`);
-    }
-    if (claim.kind === 'conflict') {
-      throw new ActivationError('idempotency_conflict', `activation id ${activationId} was already used for session ${sessionId} with a different stimulus; use a new activation id`);
-    }
-    const attempt = claim.record.attempt;
+    const claim = await this.records.claim(request, token);
+    if (claim.kind === 'committed') return claim.result;
+    const { record, previous } = claim;
+    const attempt = record.attempt;
     let lostReason: string | undefined;
     const internal = new AbortController();
     const heartbeat = new Heartbeat(this.repo.activations, { sessionId, activationId, token, ttlMs: this.policy.ttlMs }, (why) => {
@@ -166,51 +126,23 @@ export class ActivationRunner {
     });
     heartbeat.start();
     const signal = options.signal ? AbortSignal.any([options.signal, internal.signal]) : internal.signal;
-    const abort = async (code: ActivationError['code'], message: string) => {
-      await this.repo.activations
-        .update(sessionId, activationId, token, (r) => {
-          const next: ActivationRecord = { ...r, state: 'aborted', error: { code, message } };
-          delete next.owner;
-          delete next.pending;
-          delete next.outcome;
-          return next;
-        })
-        .catch((err: unknown) => this.options.log.warn('could not record an aborted activation', { activationId, error: (err as Error).message }));
-    };
 
     let leaseHeld = false;
     try {
       // A dead predecessor may have left its sandbox behind.
-      if (claim.previous?.sandbox) await this.destroySandbox(claim.previous.sandbox, progress);
+      if (previous?.sandbox) await this.destroySandbox(previous.sandbox, progress);
 
       // 2. One activation at a time per Session.
-      progress('admission', `waiting for session ${sessionId}`);
-      try {
-        await this.admission.acquire(sessionId, activationId, token, signal, (holder) => progress('queued', `session ${sessionId} is busy with ${holder}; waiting`));
-      } catch (err) {
-        const e = classify(err);
-        await abort(e.code, e.message);
-        throw e;
-      }
+      await this.records.admit(request, token, signal, progress);
       leaseHeld = true;
       heartbeat.leaseHeld();
 
       // A predecessor that died between publish and commit: finish its commit (same commitId) rather than run again.
-      if (claim.previous?.state === 'committing' && claim.previous.pending && claim.previous.outcome) {
-        const finished = await this.finishPending(claim.record, claim.previous.pending, claim.previous.outcome, token);
+      if (previous?.state === 'committing' && previous.pending && previous.outcome) {
+        const finished = await this.records.finishPending(record, previous.pending, previous.outcome, token);
         if (finished) return finished;
       }
-
-      const onEvent = options.onEvent;
-      const deliver = (event: ActivationEvent) => {
-        try {
-          onEvent?.(event);
-        } catch (err) {
-          // A failing listener must not fail the activation.
-          this.options.log.warn('an activation event listener threw', { activationId, error: (err as Error).message });
-        }
-      };
-      return await this.runFresh(request, provider, { token, attempt, signal, progress, onEvent: deliver, lost: () => lostReason });
+      return await this.runFresh(request, provider, { token, attempt, signal, progress, onEvent: this.listener(activationId, options.onEvent), lost: () => lostReason });
     } catch (err) {
       if (isActivationError(err) && (err.code === 'session_busy' || err.code === 'activation_cancelled') && !leaseHeld) throw err;
       const e =
@@ -220,7 +152,7 @@ export class ActivationRunner {
             ? new ActivationError('activation_cancelled', 'the activation was cancelled; nothing was committed')
             : classify(err);
       this.options.log.warn('activation not committed', { sessionId, activationId, attempt, code: e.code, error: e.message });
-      if (e.code !== 'ownership_lost') await abort(e.code, e.message);
+      if (e.code !== 'ownership_lost') await this.records.recordAborted(request, token, e);
       return notCommitted(request, e.code, e.message, attempt);
     } finally {
       await heartbeat.stop();
@@ -232,267 +164,187 @@ export class ActivationRunner {
     }
   }
 
-  /** Completes a predecessor's published-but-maybe-uncommitted checkpoint; undefined when it lost and must run again. */
-  private async finishPending(record: ActivationRecord, pending: PendingActivationCommit, outcome: Record<string, unknown>, token: string): Promise<ActivationResult | undefined> {
-    try {
-      const committed = await this.commitCheckpoint(record.sessionId, record.activationId, pending);
-      const done = await this.markCommitted(record, token, committed, outcome);
-      return done ? committedResult(done, true) : undefined;
-    } catch (err) {
-      if (isSessionRepositoryError(err) && ['revision_conflict', 'session_already_exists', 'object_not_found', 'integrity_mismatch'].includes(err.code)) {
-        this.options.log.info('a pending commit of an earlier attempt lost; running the activation again', { activationId: record.activationId, code: err.code });
-        // Forget the lost attempt's checkpoint and outcome: this attempt starts over.
-        const reset = await this.repo.activations.update(record.sessionId, record.activationId, token, (r) => {
-          const next: ActivationRecord = { ...r, state: 'running' };
-          delete next.pending;
-          delete next.outcome;
-          return next;
-        });
-        if (!reset) throw new ActivationError('ownership_lost', `activation ${record.activationId} was taken over by another server`);
-        return undefined;
+  /** The caller's event listener, made safe: a failing listener must not fail the activation. */
+  private listener(activationId: string, onEvent: ((event: ActivationEvent) => void) | undefined): (event: ActivationEvent) => void {
+    return (event) => {
+      try {
+        onEvent?.(event);
+      } catch (err) {
+        this.options.log.warn('an activation event listener threw', { activationId, error: (err as Error).message });
       }
-      throw err;
-    }
+    };
   }
 
-  private async runFresh(
-    request: ActivationRunRequest,
-    provider: SandboxProvider,
-    ctx: {
-      token: string;
-      attempt: number;
-      signal: AbortSignal;
-      progress: (phase: string, message?: string) => void;
-      onEvent: (event: ActivationEvent) => void;
-      lost: () => string | undefined;
-    },
-  ): Promise<ActivationResult> {
-    const { sessionId, activationId } = request;
-    const { progress, signal } = ctx;
+  /** Steps 3–10 in a private scratch directory and a fresh sandbox, both gone afterwards whatever happens. */
+  private async runFresh(request: ActivationRunRequest, provider: SandboxProvider, ctx: AttemptContext): Promise<ActivationResult> {
     const scratch = await fsp.mkdtemp(path.join(this.options.scratchParent ?? os.tmpdir(), 'ss-activation-'));
     await fsp.chmod(scratch, 0o700);
-    let sandbox: SandboxRef | undefined;
-    let client: GatewayClient | undefined;
+    let ref: SandboxRef | undefined;
+    let sandbox: ConnectedSandbox | undefined;
     try {
-      // 3. Check out (a Session with no revision starts from an empty bundle).
-      progress('checkout', `checking out ${sessionId}`);
-      let base: CommittedSessionRevision | undefined;
-      try {
-        base = await this.repo.checkoutCurrent(sessionId);
-      } catch (err) {
-        if (!isSessionRepositoryError(err, 'session_not_found')) throw err;
-      }
-      const hydrated = path.join(scratch, 'hydrated');
-      let identity: StateIdentity | undefined;
-      if (base) {
-        const bundle = await openSessionCheckpointBundleV1({
-          objectStore: this.repo.objects,
-          checkpoint: base.checkpoint,
-          copyTo: path.join(scratch, 'base.tar.zst'),
-          maxBytes: this.limits.maxCompressedBytes,
-        });
-        try {
-          const h = await hydrateSessionBundle({
-            source: { path: bundle.path, expectedArchiveDigest: bundle.expectedArchiveDigest },
-            expectedSessionId: sessionId,
-            destinationRoot: hydrated,
-            limits: this.limits,
-          });
-          identity = { mediaType: h.manifest.stateIdentity.mediaType, bytes: await fsp.readFile(path.join(hydrated, 'state-identity.json')) };
-        } finally {
-          await bundle.release();
-        }
-      } else {
-        await fsp.mkdir(path.join(hydrated, 'state'), { recursive: true });
-        await fsp.mkdir(path.join(hydrated, 'workspace'), { recursive: true });
-      }
-
-      // 4. A fresh sandbox for this attempt only.
-      progress('sandbox', `creating a fresh ${request.sandbox.runtime} sandbox`);
-      const created = await provider.create(
-        { ...request.sandbox },
-        { waitForReady: true, timeoutMs: this.options.sandboxReadyTimeoutMs ?? 60_000, signal },
-      );
-      sandbox = created.ref;
-      const recorded = await this.repo.activations.update(sessionId, activationId, ctx.token, (r) => ({ ...r, sandbox: created.ref }));
-      if (!recorded) throw new ActivationError('ownership_lost', `activation ${activationId} was taken over by another server`);
-      const connection = await provider.open(created.ref);
-      client = new GatewayClient({ endpoint: connection.endpoint, token: connection.token, tls: connection.tls });
-      const pwd = await client.runCommand({ argv: ['pwd'] }, { signal });
-      const root = pwd.stdout.toString('utf8').trim();
-      if (pwd.exitCode !== 0 || !root.startsWith('/')) throw new ActivationError('sandbox_failed', `cannot find the sandbox root (pwd exited ${pwd.exitCode})`);
-
-      // 5. Hydrate into it (moved straight into a local sandbox's directory, else file by file through the
-      // gateway); 6. the request as a JSON file; credentials under the config root.
-      const hostRoot = await confirmedHostRoot(await provider.hostDirectory?.(created.ref), root);
-      progress('hydrate', hostRoot !== undefined ? "moving the session into the sandbox's directory" : 'copying the session into the sandbox, file by file');
-      if (hostRoot !== undefined) {
-        await placeSession(hydrated, path.join(hostRoot, REMOTE.session));
-      } else {
-        await client.createDirectory(REMOTE.session, { signal });
-        await uploadTree(client, path.join(hydrated, 'state'), REMOTE.state, { signal });
-        await uploadTree(client, path.join(hydrated, 'workspace'), REMOTE.workspace, { signal });
-      }
-      const makaSessionId = makaSessionIdOf(identity);
-      const activationRequest: ActivationRequest = {
-        schemaVersion: 1,
-        activationId,
-        cloudSessionId: sessionId,
-        ...(makaSessionId !== undefined ? { makaSessionId } : {}),
-        stimulus: request.stimulus,
-      };
-      await client.writeFile(REMOTE.input, Buffer.from(JSON.stringify(activationRequest), 'utf8'), { createParents: true }, { signal });
-      const credentials = (await this.options.credentials?.(request)) ?? {};
-      await client.createDirectory(REMOTE.config, { signal });
-      for (const [rel, contents] of Object.entries(credentials.configFiles ?? {})) {
-        await client.writeFile(`${REMOTE.config}/${rel}`, typeof contents === 'string' ? Buffer.from(contents, 'utf8') : contents, { createParents: true }, { signal });
-      }
-
-      // 7. Run the activation command; its JSONL goes to the caller as provisional events.
-      progress('agent', 'running the activation');
-      const timeoutMs = Math.min(this.command.timeoutMs ?? MAX_COMMAND_TIMEOUT_MS, MAX_COMMAND_TIMEOUT_MS);
-      const { outcome } = await runAgentCommand({
-        client,
-        argv: activationArgv(this.command, root),
-        env: { ...(this.command.env ?? {}), ...(credentials.env ?? {}) },
-        activationId,
-        timeoutMs,
-        signal,
-        onEvent: ctx.onEvent,
-      });
-
-      // 8. Bring state and workspace back; snapshot (policy) and pack. A local sandbox's directory is snapshotted
-      // in place (one copy instead of two), unless it holds what only the gateway brings back faithfully (a symbolic
-      // link, which the gateway follows inside the sandbox and the snapshot refuses): then the gateway path, as for
-      // any other sandbox.
-      const staging = path.join(scratch, 'staging');
-      await fsp.mkdir(staging, { mode: 0o700 });
-      let snapshot: PreparedSnapshot | undefined;
-      if (hostRoot !== undefined) {
-        progress('download', "reading state and workspace in the sandbox's directory");
-        progress('snapshot', 'applying the workspace policy');
-        const session = path.join(hostRoot, REMOTE.session);
-        snapshot = await prepareWorkspaceSnapshot({ stateRoot: path.join(session, 'state'), workspaceRoot: path.join(session, 'workspace'), stagingParent: staging }).catch(
-          (err: unknown) => {
-            if (err instanceof SessionSnapshotError && err.code === 'unsafe_source') return undefined;
-            throw err;
-          },
-        );
-      }
-      if (snapshot === undefined) {
-        progress('download', 'copying state and workspace out of the sandbox, file by file');
-        const back = path.join(scratch, 'back');
-        await fsp.mkdir(back, { mode: 0o700 });
-        await downloadTree(client, REMOTE.state, path.join(back, 'state'), { signal });
-        await downloadTree(client, REMOTE.workspace, path.join(back, 'workspace'), {
-          signal,
-          // Excluded by the policy anyway (.git, node_modules, caches, logs): not worth the transfer.
-          skip: (rel, isDirectory) => classifyWorkspacePath(rel.split('/'), isDirectory).verdict === 'exclude',
-        });
-        progress('snapshot', 'applying the workspace policy');
-        snapshot = await prepareWorkspaceSnapshot({ stateRoot: path.join(back, 'state'), workspaceRoot: path.join(back, 'workspace'), stagingParent: staging });
-      }
-      let artifactPath: string;
-      let artifact;
-      progress('pack', 'packing the session');
-      try {
-        artifactPath = path.join(scratch, 'next.tar.zst');
-        artifact = await packSessionBundle({
-          stateRoot: snapshot.snapshot.stateRoot,
-          workspaceRoot: snapshot.snapshot.workspaceRoot,
-          stateIdentity: identityAfterActivation(identity, outcome.makaSessionId, sessionId),
-          envelope: { sessionId, lastCommittedActivationId: activationId },
-          destination: artifactPath,
-          limits: this.limits,
-        });
-      } finally {
-        await snapshot.release();
-      }
-
-      // 9. Publish, record the pending commit, CAS-commit.
-      progress('commit', 'committing');
-      // The packed bundle lives in this activation's private scratch and is not used again: hand it over.
-      const checkpoint = await publishSessionCheckpointV1({ objectStore: this.repo.objects, compatibilityBundle: artifact, handOverBundle: true });
-      const pending: PendingActivationCommit = {
-        commitId: commitIdFor(sessionId, activationId, ctx.attempt),
-        expectedRevision: base ? base.ref.revision : null,
-        agentId: base ? base.agentId : (request.agentId ?? this.options.defaultAgentId ?? DEFAULT_AGENT_ID),
-        checkpoint,
-      };
-      const lost = ctx.lost();
-      if (lost !== undefined) throw new ActivationError('ownership_lost', lost);
-      const committing = await this.repo.activations.update(sessionId, activationId, ctx.token, (r) => ({ ...r, state: 'committing', pending, outcome }));
-      if (!committing) throw new ActivationError('ownership_lost', `activation ${activationId} was taken over by another server before its commit`);
-      let committed: CommittedSessionRevision;
-      try {
-        committed = await this.commitCheckpoint(sessionId, activationId, pending);
-      } catch (err) {
-        if (isSessionRepositoryError(err) && (err.code === 'revision_conflict' || err.code === 'session_already_exists')) {
-          throw new ActivationError('revision_conflict', `another writer committed session ${sessionId} first (${err.message}); this activation's output was discarded — retry the activation`);
-        }
-        throw err;
-      }
-
-      // 10. Only now is the outcome committed.
-      const done = await this.markCommitted(committing, ctx.token, committed, outcome);
-      if (!done) throw new ActivationError('ownership_lost', `activation ${activationId} was taken over after its commit; its retry returns the committed outcome`);
-      progress('done', `committed ${committed.ref.sessionId}@${committed.ref.revision}`);
-      return committedResult(done, false);
+      const base = await this.checkout(request.sessionId, ctx);
+      ref = await this.createSandbox(request, provider, ctx);
+      sandbox = await connectSandbox(provider, ref, ctx.signal);
+      const { identity, credentials } = await this.hydrate(request, sandbox, base, scratch, ctx);
+      const outcome = await this.runAgent(request, sandbox, credentials, ctx);
+      const artifact = await this.capture(request, sandbox, identity, outcome, scratch, ctx);
+      return await this.commit(request, base, artifact, outcome, ctx);
     } finally {
-      await client?.close().catch(() => undefined);
-      if (sandbox) await this.destroySandbox(sandbox, progress);
+      await sandbox?.client.close().catch(() => undefined);
+      if (ref) await this.destroySandbox(ref, ctx.progress);
       await fsp.rm(scratch, { recursive: true, force: true }).catch(() => undefined);
     }
   }
 
-  private async commitCheckpoint(sessionId: string, activationId: string, pending: PendingActivationCommit): Promise<CommittedSessionRevision> {
-    if (pending.expectedRevision === null) {
-      try {
-        return await this.repo.createSession({ sessionId, agentId: pending.agentId, checkpoint: pending.checkpoint, lastCommittedActivationId: activationId });
-      } catch (err) {
-        // A retry of our own create: the Session's r1 is exactly what we published.
-        if (isSessionRepositoryError(err, 'session_already_exists')) {
-          const r1 = await this.repo.checkoutExact({ sessionId, revision: 'r1' }).catch(() => undefined);
-          if (r1 && r1.lastCommittedActivationId === activationId && encodeJcs(r1.checkpoint) === encodeJcs(pending.checkpoint)) return r1;
-        }
-        throw err;
+  /** 3. Check out the Session's current revision (undefined: no revision yet, it starts from an empty bundle). */
+  private async checkout(sessionId: string, ctx: AttemptContext): Promise<CommittedSessionRevision | undefined> {
+    ctx.progress('checkout', `checking out ${sessionId}`);
+    try {
+      return await this.repo.checkoutCurrent(sessionId);
+    } catch (err) {
+      if (!isSessionRepositoryError(err, 'session_not_found')) throw err;
+      return undefined;
+    }
+  }
+
+  /** 4. A fresh sandbox for this attempt only, named in the activation record (so a successor can destroy it). */
+  private async createSandbox(request: ActivationRunRequest, provider: SandboxProvider, ctx: AttemptContext): Promise<SandboxRef> {
+    const { sessionId, activationId } = request;
+    ctx.progress('sandbox', `creating a fresh ${request.sandbox.runtime} sandbox`);
+    // Label-safe session and activation ids on the Run (and, for OpenSandbox, on its sandbox): what it is for, to people
+    // listing sandboxes and to a sweep of orphans.
+    const labels = { ...request.sandbox.labels, [LABEL_SESSION]: labelValue(sessionId), [LABEL_ACTIVATION]: labelValue(activationId) };
+    // A bounded life: a leftover of a server that died and whose activation is never retried is ended by its runtime
+    // (for OpenSandbox the daemon then deletes the sandbox; the sandbox's TTL is the last resort without a daemon).
+    const timeout = request.sandbox.timeout ?? THROWAWAY_SANDBOX_TIMEOUT;
+    const created = await provider.create({ ...request.sandbox, labels, timeout }, { waitForReady: true, timeoutMs: this.options.sandboxReadyTimeoutMs ?? 60_000, signal: ctx.signal });
+    const recorded = await this.repo.activations.update(sessionId, activationId, ctx.token, (r) => ({ ...r, sandbox: created.ref }));
+    if (!recorded) {
+      await this.destroySandbox(created.ref, ctx.progress);
+      throw new ActivationError('ownership_lost', `activation ${activationId} was taken over by another server`);
+    }
+    return created.ref;
+  }
+
+  /**
+   * 5. Hydrate the checked-out bundle into the sandbox (straight into a local sandbox's directory; else uploaded as
+   * one file and unpacked by `tar` in the sandbox when its image can; else through `scratch` and file by file); 6. the request as a JSON file; credentials under the config
+   * root. Returns the session's state identity and the credentials.
+   */
+  private async hydrate(
+    request: ActivationRunRequest,
+    sandbox: ConnectedSandbox,
+    base: CommittedSessionRevision | undefined,
+    scratch: string,
+    ctx: AttemptContext,
+  ): Promise<{ identity: SessionIdentity | undefined; credentials: ActivationCredentials }> {
+    const placement = { kind: 'session', dir: REMOTE.session } as const;
+    if (sandbox.hostRoot !== undefined) ctx.progress('hydrate', "hydrating the session in the sandbox's directory");
+    const onTransfer = (t: SessionTransfer): void =>
+      ctx.progress(
+        'hydrate',
+        t.how === 'tarball' ? 'uploading the session bundle as one file and unpacking it with tar in the sandbox' : `copying the session into the sandbox, file by file (${t.reason})`,
+      );
+    let identity: SessionIdentity | undefined;
+    if (base === undefined) {
+      if (sandbox.hostRoot === undefined) ctx.progress('hydrate', 'creating an empty session in the sandbox');
+      await hydrateInto(sandbox, await emptySession(scratch), placement, { signal: ctx.signal });
+    } else {
+      const input = { objects: this.repo.objects, checkpoint: base.checkpoint, sessionId: request.sessionId, limits: this.limits, scratch };
+      identity = await checkoutInto(sandbox, placement, input, { signal: ctx.signal, onTransfer });
+    }
+    const credentials = (await this.options.credentials?.(request)) ?? {};
+    await writeActivationInput(sandbox.client, { request, identity, credentials }, ctx.signal);
+    return { identity, credentials };
+  }
+
+  /** 7. Run the activation command; its JSONL goes to the caller as provisional events. */
+  private async runAgent(request: ActivationRunRequest, sandbox: ConnectedSandbox, credentials: ActivationCredentials, ctx: AttemptContext): Promise<ActivationOutcomeEvent> {
+    ctx.progress('agent', 'running the activation');
+    const { outcome } = await runAgentCommand({
+      client: sandbox.client,
+      argv: activationArgv(this.command, sandbox.root),
+      env: { ...(this.command.env ?? {}), ...(credentials.env ?? {}) },
+      activationId: request.activationId,
+      timeoutMs: Math.min(this.command.timeoutMs ?? MAX_COMMAND_TIMEOUT_MS, MAX_COMMAND_TIMEOUT_MS),
+      signal: ctx.signal,
+      onEvent: ctx.onEvent,
+    });
+    return outcome;
+  }
+
+  /** 8. Bring state and workspace back, through the snapshot policy, packed with the next identity and envelope. */
+  private async capture(
+    request: ActivationRunRequest,
+    sandbox: ConnectedSandbox,
+    identity: SessionIdentity | undefined,
+    outcome: ActivationOutcomeEvent,
+    scratch: string,
+    ctx: AttemptContext,
+  ): Promise<SessionBundleArtifact> {
+    const { sessionId, activationId } = request;
+    const steps: Record<CaptureStep, [string, string]> = {
+      'read-in-place': ['download', "reading state and workspace in the sandbox's directory"],
+      download: ['download', 'copying state and workspace out of the sandbox, file by file'],
+      repack: ['download', 'packing state and workspace with tar in the sandbox and downloading them as one file'],
+      snapshot: ['snapshot', 'applying the workspace policy'],
+      pack: ['pack', 'packing the session'],
+    };
+    const packed = await captureFrom(
+      sandbox,
+      { kind: 'session', dir: REMOTE.session },
+      {
+        sessionId,
+        lastCommittedActivationId: activationId,
+        stateIdentity: identityAfterActivation(identity, outcome.makaSessionId, sessionId),
+        limits: this.limits,
+        destination: path.join(scratch, 'next.tar.zst'),
+      },
+      // The agent has exited, and the runtime kills whatever a command leaves behind: nothing runs in the sandbox
+      // any more (and pack refuses a change if that promise were broken), so its directory is packed in place.
+      { scratch, signal: ctx.signal, onStep: (step) => ctx.progress(...steps[step]), quiet: true },
+    );
+    return packed.artifact;
+  }
+
+  /** 9. Publish, record the pending commit, CAS-commit; 10. only then is the outcome committed. */
+  private async commit(
+    request: ActivationRunRequest,
+    base: CommittedSessionRevision | undefined,
+    artifact: SessionBundleArtifact,
+    outcome: ActivationOutcomeEvent,
+    ctx: AttemptContext,
+  ): Promise<ActivationResult> {
+    const { sessionId, activationId } = request;
+    ctx.progress('commit', 'committing');
+    // The packed bundle lives in this activation's private scratch and is not used again: hand it over.
+    const checkpoint = await publishSessionCheckpointV1({ objectStore: this.repo.objects, compatibilityBundle: artifact, handOverBundle: true });
+    const pending: PendingActivationCommit = {
+      commitId: commitIdFor(sessionId, activationId, ctx.attempt),
+      expectedRevision: base ? base.ref.revision : null,
+      agentId: base ? base.agentId : (request.agentId ?? this.options.defaultAgentId ?? DEFAULT_AGENT_ID),
+      checkpoint,
+    };
+    const lost = ctx.lost();
+    if (lost !== undefined) throw new ActivationError('ownership_lost', lost);
+    const committing = await this.repo.activations.update(sessionId, activationId, ctx.token, (r) => ({ ...r, state: 'committing', pending, outcome }));
+    if (!committing) throw new ActivationError('ownership_lost', `activation ${activationId} was taken over by another server before its commit`);
+    let committed: CommittedSessionRevision;
+    try {
+      committed = await commitCheckpoint(this.repo, sessionId, activationId, pending);
+    } catch (err) {
+      if (isSessionRepositoryError(err) && (err.code === 'revision_conflict' || err.code === 'session_already_exists')) {
+        throw new ActivationError('revision_conflict', `another writer committed session ${sessionId} first (${err.message}); this activation's output was discarded — retry the activation`);
       }
+      throw err;
     }
-    return this.repo.commit({
-      sessionId,
-      expectedRevision: pending.expectedRevision,
-      checkpoint: pending.checkpoint,
-      lastCommittedActivationId: activationId,
-      commitId: pending.commitId,
-    });
+    const done = await markCommitted(this.repo, committing, ctx.token, committed, outcome);
+    if (!done) throw new ActivationError('ownership_lost', `activation ${activationId} was taken over after its commit; its retry returns the committed outcome`);
+    ctx.progress('done', `committed ${committed.ref.sessionId}@${committed.ref.revision}`);
+    return committedResult(done, false);
   }
 
-  private markCommitted(record: ActivationRecord, token: string, committed: CommittedSessionRevision, outcome: Record<string, unknown>): Promise<ActivationRecord | undefined> {
-    const parsed: ActivationOutcomeEvent = ActivationOutcomeEventSchema.parse(outcome);
-    return this.repo.activations.update(record.sessionId, record.activationId, token, (r) => {
-      const next: ActivationRecord = { ...r, state: 'committed', revision: committed.ref.revision, outcome: parsed };
-      delete next.owner;
-      delete next.pending;
-      delete next.sandbox;
-      delete next.error;
-      return next;
-    });
-  }
-
-  /** Best effort, bounded: cancel the sandbox and delete its record. */
-  private async destroySandbox(ref: SandboxRef, progress: (phase: string, message?: string) => void): Promise<void> {
-    const provider = this.options.providers[ref.provider];
-    if (!provider) return;
-    progress('cleanup', `destroying sandbox ${ref.name}`);
-    try {
-      await provider.terminate(ref, 'Immediate', { wait: true, timeoutMs: 30_000 });
-    } catch (err) {
-      this.options.log.debug('terminating the activation sandbox', { sandbox: ref.name, error: (err as Error).message });
-    }
-    try {
-      await provider.delete(ref);
-    } catch (err) {
-      this.options.log.debug('deleting the activation sandbox', { sandbox: ref.name, error: (err as Error).message });
-    }
+  private destroySandbox(ref: SandboxRef, progress: (phase: string, message?: string) => void): Promise<void> {
+    return destroySandbox(this.options.providers[ref.provider], ref, this.options.log, progress);
   }
 }

@@ -7,16 +7,15 @@ import type {
   SessionBundleOperation,
   SessionSnapshotErrorCode,
 } from '../../protocol/bundle';
+import { SandboxSessionsError } from '../../protocol/errors';
 
-export class SessionBundleError extends Error {
+export class SessionBundleError extends SandboxSessionsError<SessionBundleErrorCode> {
   override readonly name = 'SessionBundleError';
-  readonly code: SessionBundleErrorCode;
-  readonly details: Readonly<SessionBundleErrorDetails> | undefined;
+  readonly service = 'bundle';
+  declare readonly details: Readonly<SessionBundleErrorDetails> | undefined;
 
   constructor(code: SessionBundleErrorCode, message: string, details?: SessionBundleErrorDetails) {
-    super(message);
-    this.code = code;
-    this.details = details === undefined ? undefined : Object.freeze(boundedDetails(details));
+    super(code, message, { details: details === undefined ? undefined : Object.freeze(boundedDetails(details)) });
   }
 }
 
@@ -64,14 +63,13 @@ export function toSessionBundleError(err: unknown, operation: SessionBundleOpera
 }
 
 /** Failures of the snapshot step (§13). `path` is workspace-relative and shown to people on purpose. */
-export class SessionSnapshotError extends Error {
+export class SessionSnapshotError extends SandboxSessionsError<SessionSnapshotErrorCode> {
   override readonly name = 'SessionSnapshotError';
-  readonly code: SessionSnapshotErrorCode;
+  readonly service = 'snapshot';
   readonly path: string | undefined;
 
   constructor(code: SessionSnapshotErrorCode, message: string, path?: string) {
-    super(message);
-    this.code = code;
+    super(code, message);
     this.path = path;
   }
 }

@@ -19,6 +19,12 @@ export interface HydrateOptions {
   destinationRoot: string;
   limits: SessionBundleLimits;
   onProgress?: (p: BundleProgress) => void;
+  /**
+   * false: the files are not fsynced before publication — for a destination that does not outlive a crash (an
+   * activation's throw-away sandbox, destroyed and made anew by a retry), where waiting for the disk buys nothing.
+   * The staging's ownership protocol is kept either way. Default true (spec §8 step 5).
+   */
+  durable?: boolean;
 }
 
 function exists(): SessionBundleError {
@@ -56,7 +62,7 @@ export async function hydrateSessionBundle(options: HydrateOptions): Promise<Ses
       await cleanupStagingFor(parent, name);
       if ((await lstatOrUndefined(destinationRoot)) !== undefined) throw exists();
       const staging = await createHydrationStaging(parent, name);
-      const writer = new StagingWriter(staging.stagingPath, expectedSessionId);
+      const writer = new StagingWriter(staging.stagingPath, expectedSessionId, options.durable !== false);
       try {
         const inspection = await readBundle(source, limits, 'hydrate', writer, options.onProgress);
         await writer.drain();

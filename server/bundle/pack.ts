@@ -22,7 +22,7 @@ import { pathDepth, utf8Length } from './pathLanguage';
 import { assertDestinationFree, createPackTemp, discardPackTemp, publishPackTemp, type PackTemp } from './publish';
 import type { BundleProgress } from './reader';
 import { SourceHasher } from './sourceHasher';
-import { assertDirectoriesUnchanged, scanRoot, sortEntries, type ScanState, type SourceEntry } from './sourceTree';
+import { assertDirectoriesUnchanged, type ScanFilter, scanRoot, sortEntries, type ScanState, type SourceEntry } from './sourceTree';
 import { tarLength, writeTar, type PackEntry } from './tarStream';
 import { bundleTuning } from './tuning';
 import { WorkerArchiveWriter } from './workerArchiveWriter';
@@ -35,6 +35,11 @@ export interface PackOptions {
   destination: string;
   limits: SessionBundleLimits;
   onProgress?: (p: BundleProgress) => void;
+  /**
+   * Which workspace entries are packed (see ScanFilter); all when absent. Leaving entries out changes nothing about
+   * how the others are written: packWorkspace passes the snapshot policy here when it packs a quiet tree in place.
+   */
+  workspaceFilter?: ScanFilter;
 }
 
 function requireUnicode(value: unknown, what: string): string {
@@ -47,17 +52,108 @@ function requirePath(value: unknown, what: string): string {
   return value;
 }
 
-export async function packSessionBundle(options: PackOptions): Promise<SessionBundleArtifact> {
+interface CheckedPackOptions {
+  limits: SessionBundleLimits;
+  stateRoot: string;
+  workspaceRoot: string;
+  destination: string;
+  mediaType: string;
+  identityBytes: Buffer;
+  sessionId: string;
+  activation: string | undefined;
+}
+
+/** Step 1: every option checked and copied (the caller's identity buffer may change later). */
+function checkPackOptions(options: PackOptions): CheckedPackOptions {
   const limits = assertSessionBundleLimits(options.limits);
   const stateRoot = requirePath(options.stateRoot, 'stateRoot');
   const workspaceRoot = requirePath(options.workspaceRoot, 'workspaceRoot');
   const destination = requirePath(options.destination, 'destination');
   const mediaType = requireUnicode(options.stateIdentity?.mediaType, 'stateIdentity.mediaType');
   if (!(options.stateIdentity.bytes instanceof Uint8Array)) throw new TypeError('stateIdentity.bytes must be a Uint8Array');
-  const identityBytes = Buffer.from(options.stateIdentity.bytes); // a copy: the caller's buffer may change later
+  const identityBytes = Buffer.from(options.stateIdentity.bytes);
   const sessionId = requireUnicode(options.envelope?.sessionId, 'envelope.sessionId');
   const activation = options.envelope.lastCommittedActivationId;
   if (activation !== undefined) requireUnicode(activation, 'envelope.lastCommittedActivationId');
+  return { limits, stateRoot, workspaceRoot, destination, mediaType, identityBytes, sessionId, activation };
+}
+
+/** Step 2: the quotas the fixed entries (manifest, state identity) must meet before anything is scanned. */
+function checkFixedEntries(limits: SessionBundleLimits, identityBytes: Buffer): void {
+  checkQuota(limits, 'maxStateIdentityBytes', identityBytes.length, 'pack');
+  checkQuota(limits, 'maxFileBytes', identityBytes.length, 'pack');
+  for (const fixed of [MANIFEST_PATH, STATE_IDENTITY_PATH]) {
+    checkQuota(limits, 'maxPathBytes', utf8Length(fixed), 'pack');
+    checkQuota(limits, 'maxPathDepth', pathDepth(fixed), 'pack', { pathDepth: 1 });
+  }
+}
+
+/** Step 3 (pass 1): scan both roots into `scan`, hashing every file while the scan goes on. */
+async function scanAndHash(checked: CheckedPackOptions, scan: ScanState, hasher: SourceHasher, workspaceFilter: ScanFilter | undefined): Promise<void> {
+  checkQuota(checked.limits, 'maxPayloadBytes', scan.payloadBytes, 'pack');
+  scan.entryCount = 1;
+  checkQuota(checked.limits, 'maxEntryCount', scan.entryCount, 'pack');
+  const onEntry = (entry: SourceEntry): void => hasher.add(entry);
+  await scanRoot(checked.stateRoot, STATE_ROOT, checked.limits, scan, onEntry);
+  await scanRoot(checked.workspaceRoot, WORKSPACE_ROOT, checked.limits, scan, onEntry, workspaceFilter);
+  sortEntries(scan.entries);
+  await hasher.finish();
+  await hasher.close();
+}
+
+interface PackPlan {
+  entries: PackEntry[];
+  summary: ReturnType<CanonicalTreeBuilder['finish']>;
+  manifestBytes: Buffer;
+  decompressedTarBytes: number;
+}
+
+/** Step 4: the canonical tree over the hashed entries, the manifest that carries its digest, and the tar's length. */
+function planArchive(checked: CheckedPackOptions, scanned: SourceEntry[]): PackPlan {
+  const { identityBytes, activation, sessionId, limits } = checked;
+  const identity: PackEntry = {
+    kind: 'identity',
+    archivePath: STATE_IDENTITY_PATH,
+    bytes: identityBytes,
+    size: identityBytes.length,
+    digest: createHash('sha256').update(identityBytes).digest(),
+  };
+  const entries: PackEntry[] = [identity, ...scanned];
+  const tree = new CanonicalTreeBuilder(entries.length);
+  for (const e of entries) {
+    tree.add(e.kind === 'directory'
+      ? { kind: 'directory', path: e.archivePath, mode: 0o755, size: 0 }
+      : { kind: 'file', path: e.archivePath, mode: e.kind === 'identity' ? 0o644 : e.mode, size: e.size, digest: e.digest });
+  }
+  const summary = tree.finish();
+  const manifest: SessionBundleManifestV1 = {
+    schemaVersion: 1,
+    codec: { ...SESSION_BUNDLE_CODEC_V1 },
+    envelope: activation === undefined ? { sessionId } : { sessionId, lastCommittedActivationId: activation },
+    stateIdentity: { path: STATE_IDENTITY_PATH, mediaType: checked.mediaType },
+    payload: { statePath: STATE_ROOT, workspacePath: WORKSPACE_ROOT, treeDigest: summary.treeDigest, payloadBytes: summary.payloadBytes, entryCount: summary.entryCount },
+  };
+  const manifestBytes = encodeManifest(manifest);
+  checkQuota(limits, 'maxManifestBytes', manifestBytes.length, 'pack');
+  const decompressedTarBytes = tarLength(manifestBytes.length, entries);
+  checkQuota(limits, 'maxDecompressedTarBytes', decompressedTarBytes, 'pack');
+  return { entries, summary, manifestBytes, decompressedTarBytes };
+}
+
+/** The archive sink for a tar of this size: compression on a worker thread for big ones. */
+function createArchiveSink(temp: PackTemp, limits: SessionBundleLimits, decompressedTarBytes: number, onProgress: PackOptions['onProgress']): ArchiveSink {
+  const sinkOptions = {
+    fd: temp.handle.fd,
+    limits,
+    batchBytes: TAR_BATCH_BYTES,
+    onTarBytes: (bytes: number) => onProgress?.({ phase: 'write', bytes, totalBytes: decompressedTarBytes }),
+  };
+  return decompressedTarBytes >= bundleTuning.workerWriterMinTarBytes ? new WorkerArchiveWriter(sinkOptions) : new ArchiveWriter(sinkOptions);
+}
+
+export async function packSessionBundle(options: PackOptions): Promise<SessionBundleArtifact> {
+  const checked = checkPackOptions(options);
+  const { limits, destination } = checked;
   const onProgress = options.onProgress;
 
   let temp: PackTemp | undefined;
@@ -72,73 +168,28 @@ export async function packSessionBundle(options: PackOptions): Promise<SessionBu
       onProgress?.({ phase: 'hash', bytes: hashed, totalBytes: scan.payloadBytes });
     },
   });
-  const scan: ScanState = { entries: [], payloadBytes: identityBytes.length, entryCount: 0 };
+  const scan: ScanState = { entries: [], payloadBytes: checked.identityBytes.length, entryCount: 0 };
   try {
-    checkQuota(limits, 'maxStateIdentityBytes', identityBytes.length, 'pack');
-    checkQuota(limits, 'maxFileBytes', identityBytes.length, 'pack');
-    for (const fixed of [MANIFEST_PATH, STATE_IDENTITY_PATH]) {
-      checkQuota(limits, 'maxPathBytes', utf8Length(fixed), 'pack');
-      checkQuota(limits, 'maxPathDepth', pathDepth(fixed), 'pack', { pathDepth: 1 });
-    }
+    checkFixedEntries(limits, checked.identityBytes);
     await assertDestinationFree(destination);
+    await scanAndHash(checked, scan, hasher, options.workspaceFilter);
+    const plan = planArchive(checked, scan.entries);
 
-    checkQuota(limits, 'maxPayloadBytes', scan.payloadBytes, 'pack');
-    scan.entryCount = 1;
-    checkQuota(limits, 'maxEntryCount', scan.entryCount, 'pack');
-    const onEntry = (entry: SourceEntry): void => hasher.add(entry);
-    await scanRoot(stateRoot, STATE_ROOT, limits, scan, onEntry);
-    await scanRoot(workspaceRoot, WORKSPACE_ROOT, limits, scan, onEntry);
-    sortEntries(scan.entries);
-    await hasher.finish();
-    await hasher.close();
-
-    const identity: PackEntry = {
-      kind: 'identity',
-      archivePath: STATE_IDENTITY_PATH,
-      bytes: identityBytes,
-      size: identityBytes.length,
-      digest: createHash('sha256').update(identityBytes).digest(),
-    };
-    const entries: PackEntry[] = [identity, ...scan.entries];
-    const tree = new CanonicalTreeBuilder(entries.length);
-    for (const e of entries) {
-      tree.add(e.kind === 'directory'
-        ? { kind: 'directory', path: e.archivePath, mode: 0o755, size: 0 }
-        : { kind: 'file', path: e.archivePath, mode: e.kind === 'identity' ? 0o644 : e.mode, size: e.size, digest: e.digest });
-    }
-    const summary = tree.finish();
-    const manifest: SessionBundleManifestV1 = {
-      schemaVersion: 1,
-      codec: { ...SESSION_BUNDLE_CODEC_V1 },
-      envelope: activation === undefined ? { sessionId } : { sessionId, lastCommittedActivationId: activation },
-      stateIdentity: { path: STATE_IDENTITY_PATH, mediaType },
-      payload: { statePath: STATE_ROOT, workspacePath: WORKSPACE_ROOT, treeDigest: summary.treeDigest, payloadBytes: summary.payloadBytes, entryCount: summary.entryCount },
-    };
-    const manifestBytes = encodeManifest(manifest);
-    checkQuota(limits, 'maxManifestBytes', manifestBytes.length, 'pack');
-    const decompressedTarBytes = tarLength(manifestBytes.length, entries);
-    checkQuota(limits, 'maxDecompressedTarBytes', decompressedTarBytes, 'pack');
-
+    // Pass 2: write, then make sure no directory changed since the scan before publishing.
     temp = await createPackTemp(destination);
-    const sinkOptions = {
-      fd: temp.handle.fd,
-      limits,
-      batchBytes: TAR_BATCH_BYTES,
-      onTarBytes: (bytes: number) => onProgress?.({ phase: 'write', bytes, totalBytes: decompressedTarBytes }),
-    };
-    writer = decompressedTarBytes >= bundleTuning.workerWriterMinTarBytes ? new WorkerArchiveWriter(sinkOptions) : new ArchiveWriter(sinkOptions);
-    await writeTar(manifestBytes, entries, decompressedTarBytes, writer);
+    writer = createArchiveSink(temp, limits, plan.decompressedTarBytes, onProgress);
+    await writeTar(plan.manifestBytes, plan.entries, plan.decompressedTarBytes, writer);
     const archiveDigest = await writer.finish();
-    await assertDirectoriesUnchanged(scan.entries);
+    await assertDirectoriesUnchanged(scan.entries, scan.skipped);
     onProgress?.({ phase: 'verify', bytes: writer.bytes, totalBytes: writer.bytes });
     await publishPackTemp(temp, destination, writer.bytes, () => (published = true));
     return {
       path: destination,
       archiveDigest,
       compressedBytes: writer.bytes,
-      decompressedTarBytes,
-      payloadBytes: summary.payloadBytes,
-      entryCount: summary.entryCount,
+      decompressedTarBytes: plan.decompressedTarBytes,
+      payloadBytes: plan.summary.payloadBytes,
+      entryCount: plan.summary.entryCount,
     };
   } catch (err) {
     await writer?.destroy();

@@ -110,7 +110,7 @@ async function copyTree(source: string, target: string, label: string, policy: b
       if (policy) {
         const verdict = classifyWorkspacePath(childSegments, isDirectory);
         if (verdict.verdict === 'reject') {
-          throw new SessionSnapshotError('policy_rejected', `refusing to snapshot ${JSON.stringify(shown)}: it looks like a secret (known_secret_file). Move it out of the workspace; secrets are never packed.`, shown);
+          throw secretRefused(shown);
         }
         if (verdict.verdict === 'exclude') {
           stats.excluded.push({ path: childSegments.join('/') + (isDirectory ? '/' : ''), category: verdict.category });
@@ -131,6 +131,11 @@ async function copyTree(source: string, target: string, label: string, policy: b
       if (policy) stats.included += 1;
     }
   }
+}
+
+/** The refusal of a snapshot that would hold a known secret file (`shown`: its path from the session root). */
+export function secretRefused(shown: string): SessionSnapshotError {
+  return new SessionSnapshotError('policy_rejected', `refusing to snapshot ${JSON.stringify(shown)}: it looks like a secret (known_secret_file). Move it out of the workspace; secrets are never packed.`, shown);
 }
 
 async function assertPrivateParent(path: string): Promise<void> {

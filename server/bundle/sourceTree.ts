@@ -25,7 +25,16 @@ export interface ScanState {
   entries: SourceEntry[];
   payloadBytes: number;
   entryCount: number;
+  /** Archive paths (directories with their `/`) a filter left out: still there, so the final check expects them. */
+  skipped?: string[];
 }
+
+/**
+ * Decides whether an entry the scan reached is packed, asked top-down before the entry is admitted (a left-out
+ * directory is not entered, a left-out symlink is not refused); it may throw to refuse the whole pack. `segments`
+ * are the entry's path below its root; `size` is a file's size (0 for anything else).
+ */
+export type ScanFilter = (segments: readonly string[], isDirectory: boolean, size: number) => boolean;
 
 function admitPath(archivePath: string, limits: SessionBundleLimits): void {
   validateArchivePath(archivePath);
@@ -80,7 +89,14 @@ function admitChild(name: string, sourcePath: string, st: BigIntStats, parent: P
  * (from the page cache an lstat takes microseconds, a promise round trip through the thread pool ~10× that),
  * with a yield to the event loop every YIELD_EVERY calls.
  */
-export async function scanRoot(rootPath: string, archiveRoot: string, limits: SessionBundleLimits, state: ScanState, onEntry?: (entry: SourceEntry) => void): Promise<void> {
+export async function scanRoot(
+  rootPath: string,
+  archiveRoot: string,
+  limits: SessionBundleLimits,
+  state: ScanState,
+  onEntry?: (entry: SourceEntry) => void,
+  filter?: ScanFilter,
+): Promise<void> {
   const rootStat = lstatSync(rootPath, { bigint: true });
   if (!rootStat.isDirectory()) {
     throw new SessionBundleError('unsupported_entry', `unsupported entry: the ${archiveRoot} source root is not a real directory`);
@@ -102,9 +118,17 @@ export async function scanRoot(rootPath: string, archiveRoot: string, limits: Se
         throw new SessionBundleError('unsafe_path', `unsafe archive path: a file name under ${parent.archive} is not valid UTF-8`);
       }
       const sourcePath = join(parent.dir, name);
-      const entry = admitChild(name, sourcePath, lstatSync(sourcePath, { bigint: true }), parent, limits, state, pending);
-      onEntry?.(entry);
+      const st = lstatSync(sourcePath, { bigint: true });
       if (++calls % YIELD_EVERY === 0) await new Promise<void>((resolve) => setImmediate(resolve));
+      if (filter !== undefined) {
+        const segments = [...parent.archive.slice(archiveRoot.length).split('/').filter((s) => s !== ''), name];
+        if (!filter(segments, st.isDirectory(), st.isFile() ? Number(st.size) : 0)) {
+          (state.skipped ??= []).push(`${parent.archive}${name}${st.isDirectory() ? '/' : ''}`);
+          continue;
+        }
+      }
+      const entry = admitChild(name, sourcePath, st, parent, limits, state, pending);
+      onEntry?.(entry);
     }
   }
 }
@@ -117,11 +141,13 @@ export function sortEntries(entries: SourceEntry[]): void {
 
 /**
  * After emitting: every scanned directory still has its inode fingerprint and exactly the children that were
- * packed. Names are compared too, because a directory's mtime moves in coarse clock ticks and can miss a change.
+ * packed (or `skipped` by a filter). Names are compared too, because a directory's mtime moves in coarse clock
+ * ticks and can miss a change.
  */
-export async function assertDirectoriesUnchanged(entries: readonly SourceEntry[]): Promise<void> {
-  const packed = new Set(entries.map((e) => e.archivePath));
-  const counts = childCounts(entries);
+export async function assertDirectoriesUnchanged(entries: readonly SourceEntry[], skipped: readonly string[] = []): Promise<void> {
+  const paths = [...entries.map((e) => e.archivePath), ...skipped];
+  const packed = new Set(paths);
+  const counts = childCounts(paths);
   let calls = 0;
   for (const entry of entries) {
     if (entry.kind !== 'directory') continue;
@@ -140,10 +166,10 @@ export async function assertDirectoriesUnchanged(entries: readonly SourceEntry[]
 }
 
 /** Number of packed children per packed directory, in one pass. */
-function childCounts(entries: readonly SourceEntry[]): Map<string, number> {
+function childCounts(paths: readonly string[]): Map<string, number> {
   const counts = new Map<string, number>();
-  for (const e of entries) {
-    const body = e.archivePath.endsWith('/') ? e.archivePath.slice(0, -1) : e.archivePath;
+  for (const archivePath of paths) {
+    const body = archivePath.endsWith('/') ? archivePath.slice(0, -1) : archivePath;
     const slash = body.lastIndexOf('/');
     if (slash === -1) continue;
     const parent = body.slice(0, slash + 1);

@@ -1,6 +1,7 @@
 // Writes validated entries into hydration staging (spec §8 step 5): directories 0755, files created O_EXCL with
 // 0644/0755 whatever the umask, each file fsynced before publication. Nothing is written before the reader has
-// passed the entry's header; `drain` must succeed before publishing.
+// passed the entry's header; `drain` must succeed before publishing. A hydrate into a destination that does not
+// outlive a crash (an activation's throw-away sandbox) skips the fsyncs: what they protect is gone with it.
 // Two ways, same calls and same results:
 // * in this thread (small bundles): synchronous calls straight from the decompressed chunks — microseconds each from
 //   the page cache, where an asynchronous call per step cost a thread-pool round trip; a chunk is at most 1 MiB.
@@ -62,7 +63,7 @@ parentPort.on('message', ({ slot, ops }) => {
         writeAll(current.fd, op.bytes);
       } else {
         fchmodSync(current.fd, current.mode);
-        fsyncSync(current.fd);
+        if (workerData.durable) fsyncSync(current.fd);
         const fd = current.fd;
         current = undefined;
         closeSync(fd);
@@ -102,9 +103,11 @@ export class StagingWriter implements ReadHandlers {
   private readonly syncer = new FileSyncer(bundleTuning.syncWorkers, bundleTuning.syncWorkersAfterFiles);
   private remote: Remote | undefined;
 
+  /** `durable` false: files are not fsynced (a destination that does not outlive a crash, e.g. a throw-away sandbox). */
   constructor(
     private readonly stagingRoot: string,
     private readonly expectedSessionId: string,
+    private readonly durable = true,
   ) {}
 
   private target(path: string): string {
@@ -139,7 +142,7 @@ export class StagingWriter implements ReadHandlers {
           },
           onError: (err) => void (remote.failure ??= err),
         },
-        { ring: reader.ring },
+        { ring: reader.ring, durable: this.durable },
       ),
     };
     reader.holdSlot = (slot) => this.send(slot);
@@ -202,7 +205,8 @@ export class StagingWriter implements ReadHandlers {
       closeSync(current.fd);
       throw err;
     }
-    await this.syncer.add(current.fd, current.path);
+    if (this.durable) await this.syncer.add(current.fd, current.path);
+    else closeSync(current.fd);
   }
 
   /** Wait until every file is written and durable; throws the first failure. */

@@ -1,4 +1,4 @@
-// `sandbox-sessions session activate <id> --message "…"` (one agent turn in a fresh local sandbox:
+// `sandbox-sessions session activate <id> --message "…"` (one agent turn in a fresh local or OpenSandbox sandbox:
 // streams the agent's events as provisional, then prints the committed outcome) and
 // `sandbox-sessions session fork <id>@<rev> [--to <newId>]`. Wired into `session` by the caller;
 // both take the arguments after the subcommand name.
@@ -17,6 +17,7 @@ import type { SandboxProvider } from '../sandboxes/provider';
 import { LocalSandboxProvider } from '../sandboxes/localProvider';
 import { bool, flag, type ParsedArgs, parseArgs, UsageError } from './args';
 import type { CommandIo } from './io';
+import { CliExit, exitCodeFor } from '../errorMapping';
 
 export const ACTIVATE_USAGE = `Usage: sandbox-sessions session activate <session-id> --message "…" [options] [-- <activation command…>]
 
@@ -28,7 +29,14 @@ Options:
   --message <text>              the stimulus (type message, payload {text})
   --activation-id <id>          idempotency key (default: a new one); retrying a committed id prints its stored outcome
   --agent-id <id>               agent of a session created by this activation (default: default-agent)
-  --runtime <backend>           local backend: process (default) or bubblewrap
+  --runtime <backend>           local backend: process (default), bubblewrap or opensandbox
+  --provider <local|opensandbox>  opensandbox: the fresh sandbox is an OpenSandbox sandbox (the local runtime's
+                                opensandbox backend; OPEN_SANDBOX_DOMAIN/OPEN_SANDBOX_API_KEY, or the editor's
+                                settings); the session goes in and out as one tar.zst when the image has tar and zstd
+  --image <image>               opensandbox: the sandbox image (it must run the activation command)
+  --ttl-seconds <s>             opensandbox: the sandbox's TTL, renewed while it runs (60..86400; the last resort
+                                that deletes a sandbox a crash left behind)
+  --allow-egress <domain>       opensandbox: a domain the agent may reach (egress is denied otherwise); repeatable
   --namespace <ns>              default: default
   --env <NAME>                  pass this variable from your environment to the agent (a credential; never bundled); repeatable
   --config-file <name>=<path>   copy a local file into the agent's --config-root as <name> (never bundled); repeatable
@@ -47,7 +55,6 @@ Creates a new session from a retained revision: its own r1, the same agent, fork
 state identity re-keyed (Maka: a new makaSessionId). The same --fork-id always yields the same target.
 `;
 
-const REFUSED = new Set(['session_busy', 'activation_in_progress', 'idempotency_conflict', 'revision_conflict', 'session_already_exists', 'invalid_fork_target']);
 
 /** Test seams: a provider and the process environment (defaults: the local provider, process.env). */
 export interface ActivationCliDeps {
@@ -58,15 +65,15 @@ export interface ActivationCliDeps {
 function report(err: unknown, io: CommandIo, json: boolean, usage: string, prefix: string): number {
   if (err instanceof UsageError) {
     io.stderr.write(`${prefix}: ${err.message}\n\n${usage}`);
-    return 2;
+    return exitCodeFor(err);
   }
   if (err instanceof ActivationError || err instanceof SessionRepositoryError) {
     io.stderr.write(json ? JSON.stringify({ error: err.toPayload() }) + '\n' : `${prefix}: ${err.code}: ${err.message}\n`);
-    return REFUSED.has(err.code) ? 3 : err.code === 'invalid_request' ? 2 : 1;
+    return exitCodeFor(err);
   }
   const message = err instanceof Error ? err.message : String(err);
   io.stderr.write(json ? JSON.stringify({ error: { name: err instanceof Error ? err.name : 'Error', message } }) + '\n' : `${prefix}: ${message}\n`);
-  return err instanceof TypeError || err instanceof RangeError ? 2 : 1;
+  return err instanceof TypeError || err instanceof RangeError ? CliExit.usage : exitCodeFor(err);
 }
 
 function eventText(e: ActivationEvent): string {
@@ -103,6 +110,28 @@ async function credentialsFrom(args: ParsedArgs, env: NodeJS.ProcessEnv): Promis
   return out;
 }
 
+/** Where the fresh sandbox runs: a local backend, or OpenSandbox (the local runtime's `opensandbox` backend) with its settings. */
+function substrate(args: ParsedArgs): { runtime: string; opensandbox?: { image?: string; ttlSeconds?: number; allowedEgressDomains?: string[] } } {
+  const provider = flag(args, 'provider') ?? 'local';
+  if (provider !== 'local' && provider !== 'opensandbox') throw new UsageError(`--provider takes local or opensandbox, got ${JSON.stringify(provider)}`);
+  const runtime = flag(args, 'runtime') ?? (provider === 'opensandbox' ? 'opensandbox' : 'process');
+  if (provider === 'opensandbox' && runtime !== 'opensandbox') throw new UsageError(`--provider opensandbox runs on the opensandbox backend, not --runtime ${runtime}`);
+  const image = flag(args, 'image');
+  const ttl = flag(args, 'ttl-seconds');
+  const egress = args.flags.get('allow-egress') ?? [];
+  if (runtime !== 'opensandbox') {
+    if (image !== undefined || ttl !== undefined || egress.length > 0) throw new UsageError('--image, --ttl-seconds and --allow-egress are for --provider opensandbox');
+    return { runtime };
+  }
+  let ttlSeconds: number | undefined;
+  if (ttl !== undefined) {
+    ttlSeconds = Number(ttl);
+    if (!Number.isInteger(ttlSeconds) || ttlSeconds < 60 || ttlSeconds > 86_400) throw new UsageError('--ttl-seconds takes whole seconds from 60 to 86400');
+  }
+  const opensandbox = { ...(image !== undefined ? { image } : {}), ...(ttlSeconds !== undefined ? { ttlSeconds } : {}), ...(egress.length > 0 ? { allowedEgressDomains: egress } : {}) };
+  return { runtime, ...(Object.keys(opensandbox).length > 0 ? { opensandbox } : {}) };
+}
+
 function localProviders(deps: ActivationCliDeps): Partial<Record<'local' | 'kruntimes', SandboxProvider>> {
   return deps.providers ?? { local: new LocalSandboxProvider({ log: createLogger(process.stderr, 'warn') }) };
 }
@@ -114,7 +143,7 @@ export async function runActivateCommand(argv: string[], io: CommandIo, deps: Ac
   try {
     const args = parseArgs(argv, {
       booleans: ['json'],
-      values: ['message', 'activation-id', 'agent-id', 'runtime', 'namespace', 'env', 'config-file', 'timeout', 'repository'],
+      values: ['message', 'activation-id', 'agent-id', 'runtime', 'provider', 'image', 'ttl-seconds', 'allow-egress', 'namespace', 'env', 'config-file', 'timeout', 'repository'],
     });
     json = bool(args, 'json');
     if (args.positionals.length !== 1) throw new UsageError('expected exactly one <session-id>');
@@ -145,7 +174,7 @@ export async function runActivateCommand(argv: string[], io: CommandIo, deps: Ac
         activationId: flag(args, 'activation-id') ?? randomUUID(),
         stimulus: { type: 'message', payload: { text } },
         ...(agentId !== undefined ? { agentId } : {}),
-        sandbox: { provider: 'local', runtime: flag(args, 'runtime') ?? 'process', namespace: flag(args, 'namespace') ?? 'default' },
+        sandbox: { provider: 'local', namespace: flag(args, 'namespace') ?? 'default', ...substrate(args) },
       },
       { onEvent: (e) => io.stdout.write(json ? JSON.stringify({ provisional: e }) + '\n' : eventText(e) + '\n') },
     );

@@ -2,11 +2,15 @@
 // error naming it), `--flag value` or `--flag=value`, repeatable flags, positionals, and `--`
 // ending the flags (what follows is a command's argv). Also the one `--help`/`-h` rule every
 // command shares (the dispatcher in server/main.ts applies it) and the one UsageError (exit 2).
+import { SandboxSessionsError } from '../../protocol/errors';
 
 /** A wrong command line: the command prints the message and its usage, and exits 2. */
-export class UsageError extends Error {
+export class UsageError extends SandboxSessionsError<'usage'> {
   override readonly name = 'UsageError';
-  readonly code = 'usage';
+  readonly service = 'cli';
+  constructor(message: string) {
+    super('usage', message);
+  }
 }
 
 export interface ParsedArgs {

@@ -15,6 +15,7 @@ import {
 } from '../bundle';
 import { defaultStateIdentity, MAKA_STATE_IDENTITY_MEDIA_TYPE, packWorkspace } from '../bundle/packWorkspace';
 import { type CommandHelp, UsageError } from './args';
+import { CliExit, exitCodeFor } from '../errorMapping';
 
 export interface CliIo {
   stdout: NodeJS.WritableStream;
@@ -203,18 +204,18 @@ export async function runBundleCommand(argv: string[], io: CliIo): Promise<numbe
   } catch (err) {
     if (err instanceof UsageError || (err instanceof TypeError && 'code' in err && String(err.code).startsWith('ERR_PARSE_ARGS'))) {
       io.stderr.write(`usage error: ${err.message}\n${BUNDLE_USAGE}`);
-      return 2;
+      return CliExit.usage;
     }
     if (err instanceof SessionBundleError || err instanceof SessionSnapshotError) {
       io.stderr.write(`error [${err.code}]: ${err.message}\n`);
-      return 1;
+      return exitCodeFor(err);
     }
     if (err instanceof TypeError || err instanceof RangeError) {
       io.stderr.write(`usage error: ${err.message}\n`);
-      return 2;
+      return CliExit.usage;
     }
     const code = typeof err === 'object' && err !== null && 'code' in err ? ` [${String(err.code)}]` : '';
     io.stderr.write(`error${code}: ${err instanceof Error ? err.message : String(err)}\n`);
-    return 1;
+    return exitCodeFor(err);
   }
 }

@@ -3,7 +3,7 @@
 // its current context), and each sandbox backend with its declared isolation (probed for real,
 // e.g. bwrap must create namespaces).
 import fs from 'node:fs/promises';
-import { defaultBackends } from '../local/backends';
+import { localBackends } from '../sandboxes/localBackends';
 import { defaultStateDir } from '../local/stateRoot';
 import { findGateway } from '../gateway/daemonClient';
 import { PassThrough } from 'node:stream';
@@ -63,7 +63,7 @@ export async function doctorChecks(stateDir: string): Promise<DoctorCheck[]> {
     detail: gw ? `running at ${gw.url} (pid ${gw.pid})` : 'not running (it starts on demand; or run `sandbox-sessions gateway --detach`)',
   });
   checks.push(await checkKruntimes());
-  for (const backend of defaultBackends().values()) {
+  for (const backend of localBackends(stateDir).values()) {
     const probe = await backend.probe();
     checks.push({
       name: `backend ${backend.name}`,

@@ -7,6 +7,7 @@ import { startGateway } from '../gateway/daemon';
 import { acquireDaemonLock } from '../gateway/daemonLock';
 import { findGateway, startDetachedGateway, stopGateway, defaultGatewayCommand } from '../gateway/daemonClient';
 import { defaultStateDir, StateLayout } from '../local/stateRoot';
+import { localBackends } from '../sandboxes/localBackends';
 import { bool, type CommandHelp, flag, parseArgs, UsageError, writeLine } from './args';
 import type { CommandIo } from './io';
 
@@ -122,7 +123,7 @@ async function runForeground(
   }
   let gateway;
   try {
-    gateway = await startGateway({ stateDir, port, api, writeStateFile: true, log });
+    gateway = await startGateway({ stateDir, port, api, writeStateFile: true, log, backends: localBackends(stateDir) });
   } catch (err) {
     await lock.release();
     writeLine(io.stderr, `error: cannot start the gateway: ${(err as Error).message}`);

@@ -1,13 +1,13 @@
 // `sandbox-sessions sandbox <verb>`: local sandboxes from a shell — create, list, get, exec,
 // cancel, close (Drain, or --immediate), delete, artifacts, operations, logs (runtimed's log of
-// the Run, like `kubectl logs`) — with `--json` for
+// the Run, like `kubectl logs`), port-forward (portForward.ts, like `kubectl port-forward`) — with `--json` for
 // scripts. It finds (or starts) the local gateway daemon through the state file. `cancel`
 // still works when the daemon is gone: it kills from the command's exec record.
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { SessionOperation } from '../../protocol/kruntimes/gateway';
-import { RunSchema, isTerminalPhase, parseGoDuration, type Run } from '../../protocol/kruntimes/run';
+import { RunSchema, isTerminalPhase, type Run } from '../../protocol/kruntimes/run';
 import { ensureGateway, findGateway } from '../gateway/daemonClient';
 import { LocalGatewayClient, endpointPathOf, LocalApiError } from '../gateway/localClient';
 import { readJsonRecord } from '../local/atomicFile';
@@ -15,14 +15,25 @@ import { ExecRecords, killRecordedGroup, ownerAlive } from '../local/execRecord'
 import { verifyArtifact } from '../local/artifactStore';
 import { defaultStateDir, StateLayout } from '../local/stateRoot';
 import { CommandLostError } from '../local/commandLost';
+import { openSandboxAnnotations } from '../sandboxes/opensandbox/runSettings';
 import { GROUP_EXIT_BOUND_MS, killGroupAndWait } from '../local/procInfo';
-import { bool, type CommandHelp, flag, parseVerb, UsageError, verbHelp, writeLine } from './args';
+import { bool, type CommandHelp, flag, type ParsedArgs, parseVerb, UsageError, verbHelp, writeLine } from './args';
+import { logQuery, readLogUntilInterrupt, withKubectlFollow } from './logFlags';
+import { parsePortSpec, PORT_FORWARD_SYNOPSIS, runPortForward } from './portForward';
+import { LocalSandboxProvider } from '../sandboxes/localProvider';
+import { LocalPortSubstrate } from '../ports/localPorts';
+import { PortForwardService } from '../ports/portForwardService';
+import { createLogger } from '../log';
+import { LOCAL_CONTEXT } from '../../protocol/sandboxes';
 import { type CommandIo as CliIo, readAll } from './io';
+import { exitCodeFor } from '../errorMapping';
 
 /** Every verb of `sandbox`, with its synopsis (the help text); the dispatcher accepts only these. */
 const VERBS = {
-  create: `create [--name N] [--runtime process|bubblewrap] [--idle-timeout S] [--timeout DUR]
-    [--queue-size N] [--operation-timeout DUR] [--env K=V]... [--no-wait]`,
+  create: `create [--name N] [--runtime process|bubblewrap|opensandbox] [--idle-timeout S] [--timeout DUR]
+    [--queue-size N] [--operation-timeout DUR] [--env K=V]... [--no-wait]
+    opensandbox: [--image IMAGE] [--cpu Q] [--memory Q] [--ttl-seconds S] [--allow-egress DOMAIN]...
+    (the daemon needs OPEN_SANDBOX_DOMAIN and OPEN_SANDBOX_API_KEY, or the extension's settings)`,
   list: 'list [--all-namespaces]',
   get: 'get NAME',
   exec: 'exec NAME [--shell CMD | -- ARGV...] [--stdin] [--workdir DIR] [--timeout-ms N] [--isolate-network] [--operation-id ID]',
@@ -32,6 +43,7 @@ const VERBS = {
   artifacts: 'artifacts NAME',
   operations: 'operations NAME',
   logs: 'logs NAME [-f|--follow] [--tail N] [--since DUR | --since-time RFC3339] [--timestamps]',
+  'port-forward': PORT_FORWARD_SYNOPSIS,
 } as const;
 type Verb = keyof typeof VERBS;
 
@@ -41,7 +53,7 @@ const USAGE = SANDBOX_HELP.usage;
 const BOOLEANS = ['json', 'no-wait', 'all-namespaces', 'isolate-network', 'immediate', 'follow', 'timestamps', 'stdin'];
 /** Raw stdin that still fits the gateway's 1 MiB request once base64-encoded (with the request around it). */
 const STDIN_LIMIT_BYTES = 700 * 1024;
-const VALUES = ['name', 'runtime', 'idle-timeout', 'timeout', 'queue-size', 'operation-timeout', 'env', 'namespace', 'state-dir', 'shell', 'workdir', 'timeout-ms', 'operation-id', 'tail', 'since', 'since-time'];
+const VALUES = ['image', 'cpu', 'memory', 'ttl-seconds', 'allow-egress', 'name', 'runtime', 'idle-timeout', 'timeout', 'queue-size', 'operation-timeout', 'env', 'namespace', 'state-dir', 'shell', 'workdir', 'timeout-ms', 'operation-id', 'tail', 'since', 'since-time'];
 
 export interface SandboxCommandOptions {
   /** How to start the daemon when none runs (default: this program with `gateway`). */
@@ -61,9 +73,7 @@ function runSummary(run: Run): Record<string, unknown> {
 }
 
 export async function runSandboxCommand(argv: string[], io: CliIo, opts: SandboxCommandOptions = {}): Promise<number> {
-  // `logs -f` as kubectl spells it (only before `--`, only for `logs`).
-  if (argv[0] === 'logs') argv = argv.map((a, i) => (a === '-f' && !argv.slice(0, i).includes('--') ? '--follow' : a));
-  const parsed = parseVerb(argv, USAGE, { booleans: BOOLEANS, values: VALUES }, io.stderr);
+  const parsed = parseVerb(withKubectlFollow(argv), USAGE, { booleans: BOOLEANS, values: VALUES }, io.stderr);
   if ('exitCode' in parsed) return parsed.exitCode;
   const { args } = parsed;
   const verb = parsed.verb as Verb;
@@ -81,175 +91,220 @@ export async function runSandboxCommand(argv: string[], io: CliIo, opts: Sandbox
     if (!handle) throw new LocalApiError(503, 'the local gateway is not running; start it with `sandbox-sessions gateway --detach`');
     return new LocalGatewayClient(handle.url, handle.token);
   };
+  const c: SandboxVerbContext = { args, io, opts, json, stateDir, ns, out, need, connect };
 
   try {
     if (!Object.hasOwn(VERBS, verb)) throw new UsageError(`unknown sandbox command ${verb}`);
-    switch (verb) {
-      case 'create': {
-        const client = await connect(true);
-        const session: Record<string, unknown> = {};
-        const idle = flag(args, 'idle-timeout');
-        if (idle !== undefined) session.idleTimeoutSeconds = Number(idle);
-        const queue = flag(args, 'queue-size');
-        if (queue !== undefined) session.queueSize = Number(queue);
-        const opTimeout = flag(args, 'operation-timeout');
-        if (opTimeout !== undefined) session.operationTimeout = opTimeout;
-        const env = (args.flags.get('env') ?? []).map((kv) => {
-          const i = kv.indexOf('=');
-          if (i <= 0) throw new UsageError(`--env needs NAME=VALUE, got ${kv}`);
-          return { name: kv.slice(0, i), value: kv.slice(i + 1) };
-        });
-        const name = flag(args, 'name');
-        const timeout = flag(args, 'timeout');
-        let run = await client.createRun(ns, {
-          apiVersion: 'kruntimes.io/v1alpha1',
-          kind: 'Run',
-          metadata: name ? { name } : { generateName: 'sandbox-' },
-          spec: {
-            runtime: flag(args, 'runtime') ?? 'process',
-            mode: { session },
-            ...(env.length > 0 ? { env } : {}),
-            ...(timeout ? { timeout } : {}),
-          },
-        });
-        if (!bool(args, 'no-wait')) run = await client.waitPhase(ns, run.metadata.name ?? '', ['Ready'], 120_000);
-        out(`${run.metadata.name}\t${run.status?.phase}\t${run.status?.message ?? ''}`, runSummary(run));
-        return run.status?.phase === 'Failed' ? 1 : 0;
-      }
-      case 'list': {
-        const client = await connect(false);
-        const runs = await client.listRuns(bool(args, 'all-namespaces') ? undefined : ns);
-        if (json) out('', runs.map(runSummary));
-        else for (const r of runs) writeLine(io.stdout, `${r.metadata.namespace}/${r.metadata.name}\t${r.spec.runtime}\t${r.status?.phase ?? 'Pending'}\t${r.status?.message ?? ''}`);
-        return 0;
-      }
-      case 'get': {
-        const run = await (await connect(false)).getRun(ns, need(0, 'a sandbox name'));
-        out(JSON.stringify(run, null, 2), run);
-        return 0;
-      }
-      case 'exec': {
-        const name = need(0, 'a sandbox name');
-        const client = await connect(false);
-        const run = await client.getRun(ns, name);
-        const shell = flag(args, 'shell');
-        if ((shell === undefined) === (args.rest.length === 0)) throw new UsageError('exec needs either --shell CMD or -- ARGV...');
-        const timeoutMs = flag(args, 'timeout-ms');
-        // --stdin: this process's stdin becomes the command's (it travels base64 in the one request).
-        const stdin = bool(args, 'stdin') ? await readAll(io.stdin ?? process.stdin, STDIN_LIMIT_BYTES) : undefined;
-        const op = {
-          command: {
-            ...(shell !== undefined ? { shell } : { argv: args.rest }),
-            ...(stdin !== undefined ? { stdin: stdin.toString('base64') } : {}),
-            ...(flag(args, 'workdir') ? { workingDirectory: flag(args, 'workdir') } : {}),
-            ...(timeoutMs ? { timeoutMillis: Number(timeoutMs) } : {}),
-            ...(bool(args, 'isolate-network') ? { isolateNetwork: true } : {}),
-          },
-        };
-        if (!json) return await execLive(client, endpointPathOf(run), op, flag(args, 'operation-id'), io);
-        const result = await client.execute(endpointPathOf(run), op, { operationId: flag(args, 'operation-id') });
-        const cmd = result.command ?? { exitCode: 0 };
-        out('', {
-          exitCode: cmd.exitCode,
-          stdout: Buffer.from(cmd.stdout ?? '', 'base64').toString('utf8'),
-          stderr: Buffer.from(cmd.stderr ?? '', 'base64').toString('utf8'),
-          timedOut: cmd.timedOut ?? false,
-          cancelled: cmd.cancelled === true,
-        });
-        if (cmd.exitCode >= 0) return Math.min(cmd.exitCode, 255);
-        return cmd.timedOut ? 124 : cmd.cancelled === true ? 130 : 1;
-      }
-      case 'cancel': {
-        const name = need(0, 'a sandbox name');
-        const operationId = need(1, 'an operation id');
-        const client = await connect(false).catch(() => undefined);
-        const result = client
-          ? await client.cancel(endpointPathOf(await client.getRun(ns, name)), operationId)
-          : await cancelFromRecord(stateDir, ns, name, operationId);
-        out(result, { result });
-        return 0;
-      }
-      case 'close': {
-        const name = need(0, 'a sandbox name');
-        const client = await connect(false);
-        let run = await client.terminate(ns, name, bool(args, 'immediate') ? 'Immediate' : 'Drain');
-        if (!bool(args, 'no-wait')) run = await client.waitPhase(ns, name, [], 10 * 60_000);
-        const refs = run.status?.artifactRefs ?? [];
-        out(`${name}\t${run.status?.phase}\t${run.status?.message ?? ''}${refs.length ? `\t${refs.length} artifact(s)` : ''}`, runSummary(run));
-        return !isTerminalPhase(run.status?.phase) || run.status?.phase === 'Succeeded' || run.status?.phase === 'Cancelled' ? 0 : 1;
-      }
-      case 'delete': {
-        const name = need(0, 'a sandbox name');
-        await (await connect(false)).deleteRun(ns, name);
-        out(`deleted ${ns}/${name}`, { deleted: true, namespace: ns, name });
-        return 0;
-      }
-      case 'artifacts': {
-        const run = await (await connect(false)).getRun(ns, need(0, 'a sandbox name'));
-        const store = (run.status?.artifactStore as { filesystem?: { path?: string } } | undefined)?.filesystem?.path ?? new StateLayout(stateDir).artifactStoreRoot;
-        const list = [];
-        for (const ref of run.status?.artifactRefs ?? []) {
-          const v = await verifyArtifact(store, ref);
-          list.push({ name: ref.name, type: ref.type, sizeBytes: ref.sizeBytes, digest: ref.digest, contentType: ref.contentType, path: v.file, verified: v.ok });
-        }
-        if (json) out('', list);
-        else if (list.length === 0) writeLine(io.stdout, `no artifacts (phase ${run.status?.phase ?? 'Pending'})`);
-        else for (const a of list) writeLine(io.stdout, `${a.name}\t${a.type}\t${a.sizeBytes}\t${a.digest}\t${a.verified ? 'ok' : 'DIGEST MISMATCH'}\t${a.path}`);
-        return list.every((a) => a.verified) ? 0 : 1;
-      }
-      case 'operations': {
-        const records = await (await connect(false)).operations(ns, need(0, 'a sandbox name'));
-        if (json) out('', records);
-        else for (const r of records) writeLine(io.stdout, `${r.operationId}\t${r.state}\t${r.outcome ?? ''}\t${r.exitCode ?? ''}\t${r.summary}${r.message ? `\t${r.message}` : ''}`);
-        return 0;
-      }
-      case 'logs': {
-        const name = need(0, 'a sandbox name');
-        const tail = flag(args, 'tail');
-        const since = flag(args, 'since');
-        const sinceTime = flag(args, 'since-time');
-        if (tail !== undefined && !/^\d+$/.test(tail)) throw new UsageError(`--tail needs a number of lines, got ${tail}`);
-        if (since !== undefined && sinceTime !== undefined) throw new UsageError('use --since or --since-time, not both');
-        const sinceMs = since !== undefined ? parseGoDuration(since) : undefined;
-        if (since !== undefined && (sinceMs === undefined || sinceMs <= 0)) throw new UsageError(`--since needs a duration such as 30s, 5m or 1h, got ${since}`);
-        const follow = bool(args, 'follow');
-        const stop = new AbortController();
-        const onSigint = (): void => stop.abort();
-        if (follow) process.once('SIGINT', onSigint);
-        try {
-          await (await connect(false)).logs(
-            ns,
-            name,
-            {
-              ...(tail !== undefined ? { tailLines: Number(tail) } : {}),
-              ...(sinceMs !== undefined ? { sinceSeconds: Math.ceil(sinceMs / 1000) } : {}),
-              ...(sinceTime !== undefined ? { sinceTime } : {}),
-              ...(bool(args, 'timestamps') ? { timestamps: true } : {}),
-              ...(follow ? { follow: true } : {}),
-            },
-            (line) => writeLine(io.stdout, line),
-            stop.signal,
-          );
-        } finally {
-          process.off('SIGINT', onSigint);
-        }
-        return stop.signal.aborted ? 130 : 0;
-      }
-      default: {
-        const unreachable: never = verb;
-        throw new UsageError(`unknown sandbox command ${String(unreachable)}`);
-      }
-    }
+    return await VERB_RUNNERS[verb](c);
   } catch (err) {
     if (err instanceof UsageError) {
       writeLine(io.stderr, `error: ${err.message}\n${USAGE}`);
-      return 2;
+      return exitCodeFor(err);
     }
     const message = err instanceof LocalApiError ? `${err.message} (HTTP ${err.status})` : (err as Error).message;
     writeLine(io.stderr, json ? JSON.stringify({ error: message }) : `error: ${message}`);
-    return 1;
+    return exitCodeFor(err);
   }
 }
+
+/** What every verb works with: the parsed flags, where to write, and how to reach the daemon. */
+interface SandboxVerbContext {
+  args: ParsedArgs;
+  io: CliIo;
+  opts: SandboxCommandOptions;
+  json: boolean;
+  stateDir: string;
+  ns: string;
+  /** Writes `text`, or `value` as JSON with --json. */
+  out(text: string, value: unknown): void;
+  /** The i-th positional argument, or a usage error naming `what`. */
+  need(i: number, what: string): string;
+  /** The daemon's client; `start`: start the daemon when none runs. */
+  connect(start: boolean): Promise<LocalGatewayClient>;
+}
+
+async function createVerb(c: SandboxVerbContext): Promise<number> {
+  const { args, ns, out, connect } = c;
+  const client = await connect(true);
+  const session: Record<string, unknown> = {};
+  const idle = flag(args, 'idle-timeout');
+  if (idle !== undefined) session.idleTimeoutSeconds = Number(idle);
+  const queue = flag(args, 'queue-size');
+  if (queue !== undefined) session.queueSize = Number(queue);
+  const opTimeout = flag(args, 'operation-timeout');
+  if (opTimeout !== undefined) session.operationTimeout = opTimeout;
+  const env = (args.flags.get('env') ?? []).map((kv) => {
+    const i = kv.indexOf('=');
+    if (i <= 0) throw new UsageError(`--env needs NAME=VALUE, got ${kv}`);
+    return { name: kv.slice(0, i), value: kv.slice(i + 1) };
+  });
+  const name = flag(args, 'name');
+  const timeout = flag(args, 'timeout');
+  const ttl = flag(args, 'ttl-seconds');
+  const annotations = openSandboxAnnotations({
+    image: flag(args, 'image'),
+    cpu: flag(args, 'cpu'),
+    memory: flag(args, 'memory'),
+    ...(ttl !== undefined ? { ttlSeconds: Number(ttl) } : {}),
+    allowedEgressDomains: args.flags.get('allow-egress') ?? [],
+  });
+  const runtime = flag(args, 'runtime') ?? 'process';
+  if (Object.keys(annotations).length > 0 && runtime !== 'opensandbox') throw new UsageError('--image, --cpu, --memory, --ttl-seconds and --allow-egress are for --runtime opensandbox');
+  let run = await client.createRun(ns, {
+    apiVersion: 'kruntimes.io/v1alpha1',
+    kind: 'Run',
+    metadata: { ...(name ? { name } : { generateName: 'sandbox-' }), ...(Object.keys(annotations).length > 0 ? { annotations } : {}) },
+    spec: {
+      runtime,
+      mode: { session },
+      ...(env.length > 0 ? { env } : {}),
+      ...(timeout ? { timeout } : {}),
+    },
+  });
+  if (!bool(args, 'no-wait')) run = await client.waitPhase(ns, run.metadata.name ?? '', ['Ready'], 120_000);
+  out(`${run.metadata.name}\t${run.status?.phase}\t${run.status?.message ?? ''}`, runSummary(run));
+  return run.status?.phase === 'Failed' ? 1 : 0;
+}
+
+async function listVerb(c: SandboxVerbContext): Promise<number> {
+  const { args, io, json, ns, out, connect } = c;
+  const client = await connect(false);
+  const runs = await client.listRuns(bool(args, 'all-namespaces') ? undefined : ns);
+  if (json) out('', runs.map(runSummary));
+  else for (const r of runs) writeLine(io.stdout, `${r.metadata.namespace}/${r.metadata.name}\t${r.spec.runtime}\t${r.status?.phase ?? 'Pending'}\t${r.status?.message ?? ''}`);
+  return 0;
+}
+
+async function getVerb(c: SandboxVerbContext): Promise<number> {
+  const { ns, out, need, connect } = c;
+  const run = await (await connect(false)).getRun(ns, need(0, 'a sandbox name'));
+  out(JSON.stringify(run, null, 2), run);
+  return 0;
+}
+
+async function execVerb(c: SandboxVerbContext): Promise<number> {
+  const { args, io, json, ns, out, need, connect } = c;
+  const name = need(0, 'a sandbox name');
+  const client = await connect(false);
+  const run = await client.getRun(ns, name);
+  const shell = flag(args, 'shell');
+  if ((shell === undefined) === (args.rest.length === 0)) throw new UsageError('exec needs either --shell CMD or -- ARGV...');
+  const timeoutMs = flag(args, 'timeout-ms');
+  // --stdin: this process's stdin becomes the command's (it travels base64 in the one request).
+  const stdin = bool(args, 'stdin') ? await readAll(io.stdin ?? process.stdin, STDIN_LIMIT_BYTES) : undefined;
+  const op = {
+    command: {
+      ...(shell !== undefined ? { shell } : { argv: args.rest }),
+      ...(stdin !== undefined ? { stdin: stdin.toString('base64') } : {}),
+      ...(flag(args, 'workdir') ? { workingDirectory: flag(args, 'workdir') } : {}),
+      ...(timeoutMs ? { timeoutMillis: Number(timeoutMs) } : {}),
+      ...(bool(args, 'isolate-network') ? { isolateNetwork: true } : {}),
+    },
+  };
+  if (!json) return await execLive(client, endpointPathOf(run), op, flag(args, 'operation-id'), io);
+  const result = await client.execute(endpointPathOf(run), op, { operationId: flag(args, 'operation-id') });
+  const cmd = result.command ?? { exitCode: 0 };
+  out('', {
+    exitCode: cmd.exitCode,
+    stdout: Buffer.from(cmd.stdout ?? '', 'base64').toString('utf8'),
+    stderr: Buffer.from(cmd.stderr ?? '', 'base64').toString('utf8'),
+    timedOut: cmd.timedOut ?? false,
+    cancelled: cmd.cancelled === true,
+  });
+  if (cmd.exitCode >= 0) return Math.min(cmd.exitCode, 255);
+  return cmd.timedOut ? 124 : cmd.cancelled === true ? 130 : 1;
+}
+
+async function cancelVerb(c: SandboxVerbContext): Promise<number> {
+  const { stateDir, ns, out, need, connect } = c;
+  const name = need(0, 'a sandbox name');
+  const operationId = need(1, 'an operation id');
+  const client = await connect(false).catch(() => undefined);
+  const result = client
+    ? await client.cancel(endpointPathOf(await client.getRun(ns, name)), operationId)
+    : await cancelFromRecord(stateDir, ns, name, operationId);
+  out(result, { result });
+  return 0;
+}
+
+async function closeVerb(c: SandboxVerbContext): Promise<number> {
+  const { args, ns, out, need, connect } = c;
+  const name = need(0, 'a sandbox name');
+  const client = await connect(false);
+  let run = await client.terminate(ns, name, bool(args, 'immediate') ? 'Immediate' : 'Drain');
+  if (!bool(args, 'no-wait')) run = await client.waitPhase(ns, name, [], 10 * 60_000);
+  const refs = run.status?.artifactRefs ?? [];
+  out(`${name}\t${run.status?.phase}\t${run.status?.message ?? ''}${refs.length ? `\t${refs.length} artifact(s)` : ''}`, runSummary(run));
+  return !isTerminalPhase(run.status?.phase) || run.status?.phase === 'Succeeded' || run.status?.phase === 'Cancelled' ? 0 : 1;
+}
+
+async function deleteVerb(c: SandboxVerbContext): Promise<number> {
+  const { ns, out, need, connect } = c;
+  const name = need(0, 'a sandbox name');
+  await (await connect(false)).deleteRun(ns, name);
+  out(`deleted ${ns}/${name}`, { deleted: true, namespace: ns, name });
+  return 0;
+}
+
+async function artifactsVerb(c: SandboxVerbContext): Promise<number> {
+  const { io, json, stateDir, ns, out, need, connect } = c;
+  const run = await (await connect(false)).getRun(ns, need(0, 'a sandbox name'));
+  const store = (run.status?.artifactStore as { filesystem?: { path?: string } } | undefined)?.filesystem?.path ?? new StateLayout(stateDir).artifactStoreRoot;
+  const list = [];
+  for (const ref of run.status?.artifactRefs ?? []) {
+    const v = await verifyArtifact(store, ref);
+    list.push({ name: ref.name, type: ref.type, sizeBytes: ref.sizeBytes, digest: ref.digest, contentType: ref.contentType, path: v.file, verified: v.ok });
+  }
+  if (json) out('', list);
+  else if (list.length === 0) writeLine(io.stdout, `no artifacts (phase ${run.status?.phase ?? 'Pending'})`);
+  else for (const a of list) writeLine(io.stdout, `${a.name}\t${a.type}\t${a.sizeBytes}\t${a.digest}\t${a.verified ? 'ok' : 'DIGEST MISMATCH'}\t${a.path}`);
+  return list.every((a) => a.verified) ? 0 : 1;
+}
+
+async function operationsVerb(c: SandboxVerbContext): Promise<number> {
+  const { io, json, ns, out, need, connect } = c;
+  const records = await (await connect(false)).operations(ns, need(0, 'a sandbox name'));
+  if (json) out('', records);
+  else for (const r of records) writeLine(io.stdout, `${r.operationId}\t${r.state}\t${r.outcome ?? ''}\t${r.exitCode ?? ''}\t${r.summary}${r.message ? `\t${r.message}` : ''}`);
+  return 0;
+}
+
+async function logsVerb(c: SandboxVerbContext): Promise<number> {
+  const { args, io, ns, need, connect } = c;
+  const name = need(0, 'a sandbox name');
+  const query = logQuery(args);
+  return readLogUntilInterrupt(query.follow === true, async (signal) => (await connect(false)).logs(ns, name, query, (line) => writeLine(io.stdout, line), signal));
+}
+
+async function portForwardVerb(c: SandboxVerbContext): Promise<number> {
+  const { args, io, opts, json, stateDir, ns, need, connect } = c;
+  const name = need(0, 'a sandbox name');
+  const spec = parsePortSpec(args.positionals[1]);
+  await connect(false); // no daemon, no Ready sandbox: said in words rather than starting one
+  const log = createLogger(io.stderr, 'warn');
+  const provider = new LocalSandboxProvider({ stateDir, log, ...(opts.gatewayCommand ? { gatewayCommand: opts.gatewayCommand } : {}) });
+  try {
+    const ref = { provider: 'local' as const, context: LOCAL_CONTEXT, namespace: ns, name };
+    return await runPortForward(new PortForwardService(new Map([['local', provider]]), log, new Map([['local', new LocalPortSubstrate(provider)]])), ref, spec, io, { json });
+  } finally {
+    await provider.dispose();
+  }
+}
+
+/** Every verb's runner. */
+const VERB_RUNNERS: { [V in Verb]: (c: SandboxVerbContext) => Promise<number> } = {
+  create: createVerb,
+  list: listVerb,
+  get: getVerb,
+  exec: execVerb,
+  cancel: cancelVerb,
+  close: closeVerb,
+  delete: deleteVerb,
+  artifacts: artifactsVerb,
+  operations: operationsVerb,
+  logs: logsVerb,
+  'port-forward': portForwardVerb,
+};
 
 /** `exec` for people: output as it happens (operations:stream); Ctrl+C cancels the command. */
 async function execLive(client: LocalGatewayClient, endpointPath: string, op: SessionOperation, operationId: string | undefined, io: CliIo): Promise<number> {
@@ -295,6 +350,7 @@ async function cancelFromRecord(stateDir: string, ns: string, name: string, oper
     const rec = await new ExecRecords(layout.execDir(uid)).read(operationId);
     if (!rec) return 'unknown';
     if (rec.state !== 'running') return 'ended';
+    if (!rec.kill) throw new LocalApiError(503, `operation ${operationId} runs in a remote sandbox (${rec.backend}); only the running gateway daemon can interrupt it: start it with \`sandbox-sessions gateway --detach\``);
     if (!killRecordedGroup(rec, 'SIGTERM')) return 'ended';
     await new Promise((r) => setTimeout(r, 2000));
     if (!ownerAlive(rec) && killRecordedGroup(rec, 'SIGKILL')) {

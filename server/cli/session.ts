@@ -13,6 +13,7 @@ import { SessionRepositoryError } from '../repository/errors';
 import { openSessionRepository } from '../repository/open';
 import { ACTIVATE_USAGE, FORK_USAGE, runActivateCommand, runForkCommand } from './activation';
 import { type CommandHelp, UsageError } from './args';
+import { CliExit, exitCodeFor } from '../errorMapping';
 
 interface Io {
   stdout: NodeJS.WritableStream;
@@ -68,7 +69,6 @@ export const SESSION_HELP: CommandHelp = {
   },
 };
 
-const CONFLICTS = new Set(['revision_conflict', 'session_already_exists', 'idempotency_conflict']);
 
 export async function runSessionCommand(argv: string[], io: Io): Promise<number> {
   // One agent turn in a fresh sandbox, and forks: their own option sets (server/cli/activation.ts).
@@ -99,15 +99,15 @@ export async function runSessionCommand(argv: string[], io: Io): Promise<number>
   } catch (err) {
     if (err instanceof UsageError) {
       io.stderr.write(`sandbox-sessions session: ${err.message}\n\n${USAGE}`);
-      return 2;
+      return exitCodeFor(err);
     }
     if (err instanceof SessionRepositoryError) {
       io.stderr.write(json ? JSON.stringify({ error: err.toPayload() }) + '\n' : `sandbox-sessions session: ${err.code}: ${err.message}\n`);
-      return CONFLICTS.has(err.code) ? 3 : 1;
+      return exitCodeFor(err);
     }
     const message = err instanceof Error ? err.message : String(err);
     io.stderr.write(json ? JSON.stringify({ error: { name: err instanceof Error ? err.name : 'Error', message } }) + '\n' : `sandbox-sessions session: ${message}\n`);
-    return err instanceof TypeError || err instanceof RangeError ? 2 : 1;
+    return err instanceof TypeError || err instanceof RangeError ? CliExit.usage : exitCodeFor(err);
   } finally {
     await repo?.close().catch(() => undefined);
   }

@@ -4,7 +4,9 @@
 // method (405) → body and query (400/413) → the operation. `operations:ws` goes through the same
 // checks on its upgrade request (answered as plain HTTP errors before any upgrade), then hands
 // the connection to a SessionSocket. Extensions, advertised under `capabilities` in the status
-// body: ranged reads (`offset`, `length`), `POST P/operations/{id}:cancel`, `isolateNetwork`.
+// body: ranged reads (`offset`, `length`), `POST P/operations/{id}:cancel`, `isolateNetwork`,
+// and `terminal` — `GET P/pty` upgraded to an interactive terminal where the Run's workspace has
+// a PTY (terminalBridge.ts), through the same checks as `operations:ws`.
 import { randomBytes } from 'node:crypto';
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
@@ -26,6 +28,7 @@ import { decodeOperation } from './operationDecode';
 import { produceOperationEvents, type OperationEvent } from './operationEvents';
 import type { AccessRequestCounters } from './requestCounters';
 import { SessionSocket, SocketMessages, rejectUpgrade, upgradeProblem } from './sessionSocket';
+import { TerminalBridge, parseTerminalRequest } from './terminalBridge';
 
 export interface AccessLimits {
   maxRequestBodyBytes: number;
@@ -35,7 +38,7 @@ export interface AccessLimits {
 }
 
 export type AccessRoute =
-  | { kind: 'status' | 'execute' | 'stream' | 'ws' | 'list'; ns: string; rt: string; uid: string }
+  | { kind: 'status' | 'execute' | 'stream' | 'ws' | 'pty' | 'list'; ns: string; rt: string; uid: string }
   | { kind: 'read'; ns: string; rt: string; uid: string; path: string }
   | { kind: 'cancel'; ns: string; rt: string; uid: string; operationId: string };
 
@@ -44,6 +47,7 @@ const METHODS: Record<AccessRoute['kind'], string> = {
   execute: 'POST',
   stream: 'POST',
   ws: 'GET',
+  pty: 'GET',
   list: 'GET',
   read: 'GET',
   cancel: 'POST',
@@ -69,6 +73,7 @@ export function matchAccessRoute(pathname: string): AccessRoute | undefined {
   if (rest.length === 1 && rest[0] === 'operations:execute') return { kind: 'execute', ...base };
   if (rest.length === 1 && rest[0] === 'operations:stream') return { kind: 'stream', ...base };
   if (rest.length === 1 && rest[0] === 'operations:ws') return { kind: 'ws', ...base };
+  if (rest.length === 1 && rest[0] === 'pty') return { kind: 'pty', ...base };
   if (rest.length === 1 && rest[0] === 'files') return { kind: 'list', ...base };
   if (rest.length >= 2 && rest[0] === 'files') return { kind: 'read', ...base, path: rest.slice(1).join('/') };
   if (rest.length === 2 && rest[0] === 'operations' && rest[1]?.endsWith(':cancel')) {
@@ -125,6 +130,7 @@ export class AccessApi {
     private readonly auth: AccessAuthorizer,
     private readonly limits: AccessLimits,
     private readonly counters?: AccessRequestCounters,
+    private readonly log?: (line: string) => void,
   ) {
     this.sockets = new WebSocketServer({ noServer: true, maxPayload: limits.maxRequestBodyBytes, perMessageDeflate: false });
   }
@@ -160,7 +166,7 @@ export class AccessApi {
       if (!admitted.ok) return sendError(res, admitted.status, admitted.message);
       const session = admitted.session;
       if (req.method !== METHODS[route.kind]) return sendError(res, 405, GatewayMessages.methodNotAllowed);
-      if (route.kind === 'ws') return sendError(res, 426, SocketMessages.upgradeRequired, { Upgrade: 'websocket' });
+      if (route.kind === 'ws' || route.kind === 'pty') return sendError(res, 426, SocketMessages.upgradeRequired, { Upgrade: 'websocket' });
       this.counters?.record(route.uid, route.kind);
       switch (route.kind) {
         case 'status':
@@ -187,17 +193,18 @@ export class AccessApi {
    * before anything is upgraded — then `operations:ws` becomes a SessionSocket. Resolves once
    * the request is answered or upgraded (the connection itself lives on).
    */
-  async handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, route: AccessRoute, _url: URL): Promise<void> {
+  async handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, route: AccessRoute, url: URL): Promise<void> {
     socket.on('error', () => socket.destroy());
     try {
       const admitted = await this.admit(route, req.headers);
       if (!admitted.ok) return rejectUpgrade(socket, admitted.status, admitted.message);
       if (req.method !== METHODS[route.kind]) return rejectUpgrade(socket, 405, GatewayMessages.methodNotAllowed);
-      if (route.kind !== 'ws') return rejectUpgrade(socket, 400, SocketMessages.upgradeOnlyOnWs);
+      if (route.kind !== 'ws' && route.kind !== 'pty') return rejectUpgrade(socket, 400, SocketMessages.upgradeOnlyOnWs);
       const problem = upgradeProblem(req.headers);
       if (problem) return rejectUpgrade(socket, problem.status, problem.message, problem.headers);
       this.counters?.record(route.uid, route.kind);
       const session = admitted.session;
+      if (route.kind === 'pty') return await this.upgradeTerminal(req, socket, head, session, url);
       await new Promise<void>((resolve) => {
         this.sockets.handleUpgrade(req, socket, head, (ws) => {
           new SessionSocket(ws, { session, maxFrameBytes: this.limits.maxResponseBodyBytes }).start();
@@ -209,6 +216,28 @@ export class AccessApi {
     } catch (err) {
       rejectUpgrade(socket, 500, (err as Error).message ?? String(err));
     }
+  }
+
+  /** `GET P/pty`: the workspace terminal is opened first (its refusals are HTTP errors), then bridged. */
+  private async upgradeTerminal(req: IncomingMessage, socket: Duplex, head: Buffer, session: LocalSession, url: URL): Promise<void> {
+    let bridge: TerminalBridge;
+    try {
+      bridge = new TerminalBridge(session, parseTerminalRequest(url.searchParams), this.log);
+      await bridge.open();
+    } catch (err) {
+      if (err instanceof SessionError) return rejectUpgrade(socket, err.httpStatus, err.message);
+      throw err;
+    }
+    await new Promise<void>((resolve) => {
+      this.sockets.handleUpgrade(req, socket, head, (ws) => {
+        bridge.attach(ws);
+        resolve();
+      });
+      socket.once('close', () => {
+        bridge.closeUnattached();
+        resolve();
+      });
+    });
   }
 
   /** Closes every open `operations:ws` connection (daemon shutdown). */
@@ -244,6 +273,7 @@ export class AccessApi {
           isolateNetwork: backend.capabilities.isolateNetwork,
           backend: backend.name,
           isolation: backend.capabilities.isolation,
+          ...(session.hasTerminal ? { terminal: true } : {}),
         },
       },
       this.limits.maxResponseBodyBytes,

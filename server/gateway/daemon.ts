@@ -7,16 +7,15 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import fs from 'node:fs/promises';
-import { GatewayLimits, GatewayMessages } from '../../protocol/kruntimes/gateway';
+import { GatewayLimits } from '../../protocol/kruntimes/gateway';
 import { defaultBackends, type BackendRegistry } from '../local/backends';
 import { LocalRuntime } from '../local/localRuntime';
 import { StateLayout } from '../local/stateRoot';
-import { AccessApi, matchAccessRoute, type AccessRoute } from './accessApi';
-import { DEFAULT_GATEWAY_API, servesRoute, type GatewayApi } from './apiEra';
+import { AccessApi } from './accessApi';
+import { DEFAULT_GATEWAY_API, type GatewayApi } from './apiEra';
 import { BearerAuth, newToken } from './auth';
-import { sendError } from './httpBodies';
-import { rejectUpgrade, SocketMessages } from './sessionSocket';
-import { RunsApi, matchRunsRoute } from './runsApi';
+import { createGatewayRouter, type GatewayRouter } from './gatewayRouter';
+import { RunsApi } from './runsApi';
 import { readGatewayState, writeGatewayState, type GatewayState } from './stateFile';
 import { AccessRequestCounters } from './requestCounters';
 
@@ -54,24 +53,6 @@ export interface RunningGateway {
 /** era D's `DefaultMaxSessionConnections`. */
 export const DEFAULT_MAX_SESSION_CONNECTIONS = 128;
 
-/** A bounded count of slots; `acquire` gives an idempotent release, or undefined when full (429). */
-function slotPool(max: number): { acquire(): (() => void) | undefined } {
-  let used = 0;
-  return {
-    acquire: () => {
-      if (used >= max) return undefined;
-      used++;
-      let released = false;
-      return () => {
-        if (!released) {
-          released = true;
-          used--;
-        }
-      };
-    },
-  };
-}
-
 function listen(server: http.Server, host: string, port: number): Promise<number> {
   return new Promise((resolve, reject) => {
     const onError = (err: Error): void => {
@@ -86,6 +67,57 @@ function listen(server: http.Server, host: string, port: number): Promise<number
     server.once('listening', onListening);
     server.listen(port, host);
   });
+}
+
+/**
+ * The port is known only after listen, and the runtime needs it to load its Runs: a request that arrives in between
+ * waits (`afterStart`) for the Runs instead of getting a wrong 404, and is refused if the runtime fails to start.
+ */
+function startGate(): { afterStart(serve: () => void, refuse: () => void): void; open(ok: boolean): void } {
+  let runtimeStarted = false;
+  let markStarted: (ok: boolean) => void = () => undefined;
+  const started = new Promise<boolean>((resolve) => (markStarted = resolve));
+  return {
+    afterStart: (serve, refuse) => {
+      if (runtimeStarted) return serve();
+      void started.then((ok) => (ok ? serve() : refuse()));
+    },
+    open: (ok) => {
+      runtimeStarted = ok;
+      markStarted(ok);
+    },
+  };
+}
+
+/** The daemon's HTTP server over the router, every request held by the start gate. */
+function createHttpServer(router: GatewayRouter, afterStart: (serve: () => void, refuse: () => void) => void): http.Server {
+  const server = http.createServer(
+    {
+      maxHeaderSize: 1 << 20,
+      // Only `operations:ws` is upgraded; any other request with an Upgrade header is served as
+      // plain HTTP, as Go's net/http does (Node ≥ 24.9; older versions upgrade them all, below).
+      shouldUpgradeCallback: (req) => router.wsRoute(req.url),
+    },
+    (req, res) => afterStart(() => router.serveRequest(req, res), () => res.destroy()),
+  );
+  server.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) =>
+    afterStart(() => router.serveUpgrade(req, socket, head), () => socket.destroy()),
+  );
+  server.keepAliveTimeout = 5000;
+  server.headersTimeout = 30_000;
+  server.requestTimeout = 60_000;
+  return server;
+}
+
+/** Listens on the port asked for, else the previous daemon's (when publishing the state file), else any. */
+async function listenOnPreferredPort(server: http.Server, host: string, opts: GatewayOptions, layout: StateLayout): Promise<number> {
+  const wanted = opts.port ?? (opts.writeStateFile ? ((await readGatewayState(layout.gatewayStateFile))?.port ?? 0) : 0);
+  try {
+    return await listen(server, host, wanted);
+  } catch (err) {
+    if (wanted === 0 || opts.port !== undefined) throw err;
+    return await listen(server, host, 0); // the previous port is taken: any port will do
+  }
 }
 
 export async function startGateway(opts: GatewayOptions): Promise<RunningGateway> {
@@ -110,110 +142,24 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     tickMs: opts.tickMs,
   });
   const counters = new AccessRequestCounters();
-  const access = new AccessApi(runtime, auth, { ...limits, advertiseExtensions: api === 'era-c' }, counters);
+  const access = new AccessApi(runtime, auth, { ...limits, advertiseExtensions: api === 'era-c' }, counters, opts.log);
   const runs = new RunsApi(runtime, auth, GatewayLimits.maxRequestBodyBytes, counters);
-  /** HTTP requests in flight; `operations:ws` requests and connections count in `connections` instead. */
-  const requests = slotPool(maxConcurrent);
-  const connections = slotPool(maxConnections);
-  /** The access route `pathname` names, if this era serves it (else 404 `endpoint not found`). */
-  const accessRouteOf = (pathname: string): AccessRoute | undefined => {
-    const route = pathname.startsWith('/v1/') ? matchAccessRoute(pathname) : undefined;
-    return route && servesRoute(api, route.kind) ? route : undefined;
-  };
-  const wsRoute = (rawUrl: string | undefined): boolean => accessRouteOf(new URL(rawUrl ?? '/', 'http://localhost').pathname)?.kind === 'ws';
+  const router = createGatewayRouter({ api, access, runs, maxConcurrent, maxConnections, auth });
 
-  // The port is known only after listen, and the runtime needs it to load its Runs: a request
-  // that arrives in between waits for the Runs instead of getting a wrong 404.
-  let runtimeStarted = false;
-  let markStarted: (ok: boolean) => void = () => undefined;
-  const started = new Promise<boolean>((resolve) => (markStarted = resolve));
-  const afterStart = (serve: () => void, refuse: () => void): void => {
-    if (runtimeStarted) return serve();
-    void started.then((ok) => (ok ? serve() : refuse()));
-  };
+  const gate = startGate();
+  const server = createHttpServer(router, gate.afterStart);
 
-  const serveRequest = (req: http.IncomingMessage, res: http.ServerResponse): void => {
-    const url = new URL(req.url ?? '/', 'http://localhost');
-    if (url.pathname === '/healthz') {
-      res.writeHead(req.method === 'GET' || req.method === 'HEAD' ? 200 : 405, { 'Content-Length': '0' });
-      res.end();
-      return;
-    }
-    const accessRoute = accessRouteOf(url.pathname);
-    if (accessRoute) {
-      const isWs = accessRoute.kind === 'ws';
-      const release = (isWs ? connections : requests).acquire();
-      if (!release) {
-        req.resume();
-        sendError(res, 429, isWs ? SocketMessages.connectionLimit : GatewayMessages.concurrencyLimit);
-        return;
-      }
-      if (api === 'era-d') {
-        // Go's gateway reads only the query parameters it knows: the ranged-read extension's are ignored.
-        url.searchParams.delete('offset');
-        url.searchParams.delete('length');
-      }
-      res.on('close', release);
-      res.on('finish', release);
-      void access.handle(req, res, accessRoute, url);
-      return;
-    }
-    const runsRoute = matchRunsRoute(url.pathname);
-    if (runsRoute) {
-      void runs.handle(req, res, runsRoute, url);
-      return;
-    }
-    req.resume();
-    sendError(res, 404, GatewayMessages.endpointNotFound);
-  };
-  const server = http.createServer(
-    {
-      maxHeaderSize: 1 << 20,
-      // Only `operations:ws` is upgraded; any other request with an Upgrade header is served as
-      // plain HTTP, as Go's net/http does (Node ≥ 24.9; older versions upgrade them all, below).
-      shouldUpgradeCallback: (req) => wsRoute(req.url),
-    },
-    (req, res) => afterStart(() => serveRequest(req, res), () => res.destroy()),
-  );
-  // `operations:ws` (era D, spec §10.2): the connection cap is checked first (before the Run
-  // lookup and authorization), and the slot is held from the upgrade request until the
-  // connection closes; HTTP request slots are never used, so open sockets cannot starve HTTP.
-  const serveUpgrade = (req: http.IncomingMessage, socket: Duplex, head: Buffer): void => {
-    const url = new URL(req.url ?? '/', 'http://localhost');
-    const accessRoute = accessRouteOf(url.pathname);
-    if (!accessRoute) return rejectUpgrade(socket, 404, GatewayMessages.endpointNotFound);
-    if (accessRoute.kind !== 'ws') return rejectUpgrade(socket, 400, SocketMessages.upgradeOnlyOnWs);
-    const release = connections.acquire();
-    if (!release) return rejectUpgrade(socket, 429, SocketMessages.connectionLimit);
-    socket.once('close', release);
-    void access.handleUpgrade(req, socket, head, accessRoute, url);
-  };
-  server.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) =>
-    afterStart(() => serveUpgrade(req, socket, head), () => socket.destroy()),
-  );
-  server.keepAliveTimeout = 5000;
-  server.headersTimeout = 30_000;
-  server.requestTimeout = 60_000;
-
-  let port: number;
-  const wanted = opts.port ?? (opts.writeStateFile ? ((await readGatewayState(layout.gatewayStateFile))?.port ?? 0) : 0);
-  try {
-    port = await listen(server, host, wanted);
-  } catch (err) {
-    if (wanted === 0 || opts.port !== undefined) throw err;
-    port = await listen(server, host, 0); // the previous port is taken: any port will do
-  }
+  const port = await listenOnPreferredPort(server, host, opts, layout);
   baseUrl = `http://${host}:${port}`;
   try {
     await runtime.start();
   } catch (err) {
-    markStarted(false);
+    gate.open(false);
     server.close();
     server.closeAllConnections();
     throw err;
   }
-  runtimeStarted = true;
-  markStarted(true);
+  gate.open(true);
   const state = opts.writeStateFile
     ? await writeGatewayState(layout.gatewayStateFile, { host, port, url: baseUrl, token, api })
     : undefined;

@@ -8,15 +8,13 @@ import fsp from 'node:fs/promises';
 import { defaultStateDir, StateLayout } from '../local/stateRoot';
 import type { GatewayApi } from './apiEra';
 import { findHealthyGateway, readGatewayState, stateProcessAlive, type GatewayState } from './stateFile';
+import { SandboxSessionsError } from '../../protocol/errors';
 
-export class GatewayStartError extends Error {
+export type GatewayStartErrorCode = 'gateway_start_failed' | 'gateway_start_timeout' | 'gateway_not_running' | 'gateway_api_mismatch';
+
+export class GatewayStartError extends SandboxSessionsError<GatewayStartErrorCode> {
   override readonly name = 'GatewayStartError';
-  constructor(
-    readonly code: 'gateway_start_failed' | 'gateway_start_timeout' | 'gateway_not_running' | 'gateway_api_mismatch',
-    message: string,
-  ) {
-    super(message);
-  }
+  readonly service = 'local-gateway';
 }
 
 export interface GatewayHandle {

@@ -5,9 +5,14 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { GatewayMessages, JSON_CONTENT_TYPE } from '../../protocol/kruntimes/gateway';
 import { encodeGoJson, stringifyWithBigInts, escapeGoHtml } from '../../protocol/kruntimes/goJson';
+import { SandboxSessionsError } from '../../protocol/errors';
 
-export class BodyTooLargeError extends Error {
+export class BodyTooLargeError extends SandboxSessionsError<'body_too_large'> {
   override readonly name = 'BodyTooLargeError';
+  readonly service = 'local-gateway';
+  constructor(message: string) {
+    super('body_too_large', message);
+  }
 }
 
 /** Reads the whole body, refusing more than `limit` bytes (bounded: also by `timeoutMs`). */

@@ -1,5 +1,5 @@
-// A small typed client of the local gateway for the CLI and the demo: the local Runs API, and
-// the few access-API calls a person runs from a shell — those go through the one session
+// A small typed client of the local gateway for the CLI, the demo and the local provider: the
+// local Runs API (its watch included), and the few access-API calls a person runs from a shell — those go through the one session
 // client (protocol/kruntimes/gatewayClient.ts), so they work on a daemon of either era. Every
 // call is bounded; mutations are never retried.
 import { StringDecoder } from 'node:string_decoder';
@@ -9,24 +9,30 @@ import type { ExecuteResponse, SessionOperation, StreamEvent } from '../../proto
 import { GatewayClient } from '../../protocol/kruntimes/gatewayClient';
 import { GatewayError } from '../../protocol/kruntimes/gatewayErrors';
 import { newIdempotencyKey } from '../../protocol/kruntimes/sessionFrames';
-import { RunSchema, type Run, type RunPhase, isTerminalPhase } from '../../protocol/kruntimes/run';
+import { ndjsonLines } from '../../protocol/kruntimes/ndjsonLines';
+import { RUN_GROUP, RunSchema, type Run, type RunPhase, isTerminalPhase } from '../../protocol/kruntimes/run';
 import { runLogSearchParams, type RunLogQuery } from '../../protocol/kruntimes/runtimedLog';
 import { ExecRecordSchema, type ExecRecord } from '../local/execRecord';
+import { SandboxSessionsError } from '../../protocol/errors';
 
-export class LocalApiError extends Error {
+export class LocalApiError extends SandboxSessionsError<'local_gateway_error'> {
   override readonly name = 'LocalApiError';
-  readonly code = 'local_gateway_error';
+  readonly service = 'local-gateway';
   constructor(
     readonly status: number,
     message: string,
   ) {
-    super(message);
+    super('local_gateway_error', message);
   }
 }
 
 const RunListSchema = z.looseObject({ items: z.array(RunSchema) });
 const OperationsSchema = z.looseObject({ items: z.array(ExecRecordSchema) });
 const RequestCountsSchema = z.object({ requests: z.record(z.string(), z.number().int().min(0)) });
+const WatchEventSchema = z.object({ type: z.enum(['ADDED', 'MODIFIED', 'DELETED']), object: RunSchema });
+export type LocalRunEvent = z.infer<typeof WatchEventSchema>;
+/** A watch line carries one Run; far below this. */
+const MAX_WATCH_LINE_BYTES = 1 << 20;
 
 export class LocalGatewayClient {
   constructor(
@@ -81,6 +87,14 @@ export class LocalGatewayClient {
   }
   async terminate(ns: string, name: string, mode: 'Drain' | 'Immediate'): Promise<Run> {
     return RunSchema.parse(await this.send('PATCH', this.runsPath(ns, name), { spec: { termination: { mode } } }, { contentType: 'application/merge-patch+json' }));
+  }
+  /** Hands the daemon secret values its backends need (held in its memory only; secretsRoute.ts). */
+  async putSecrets(values: Record<string, string | null>): Promise<void> {
+    await this.send('PUT', '/local/v1/secrets', { values });
+  }
+  /** A merge patch of `metadata.labels`: a string sets a label, null removes it. */
+  async patchLabels(ns: string, name: string, labels: Record<string, string | null>): Promise<Run> {
+    return RunSchema.parse(await this.send('PATCH', this.runsPath(ns, name), { metadata: { labels } }, { contentType: 'application/merge-patch+json' }));
   }
   async deleteRun(ns: string, name: string): Promise<Run> {
     return RunSchema.parse(await this.send('DELETE', this.runsPath(ns, name), undefined, { timeoutMs: 30_000 }));
@@ -137,15 +151,47 @@ export class LocalGatewayClient {
     }
   }
 
-  /** Polls until the Run reaches one of `phases` or a terminal phase (bounded). */
+  /**
+   * The Runs watch (`?watch=true`, NDJSON) of `namespace` (every namespace when undefined), only `name` when
+   * given: every current Run as ADDED, then each change, until the daemon ends it after `timeoutSeconds` or
+   * `signal` aborts. Resolves once the daemon answered 200 (it follows changes from then on); the events
+   * are yielded as they come (lines that are not a Run event are skipped).
+   */
+  async watchRuns(query: { namespace?: string; name?: string; timeoutSeconds?: number }, signal: AbortSignal): Promise<AsyncGenerator<LocalRunEvent>> {
+    const params = new URLSearchParams({ watch: 'true', timeoutSeconds: String(query.timeoutSeconds ?? 1800) });
+    if (query.name !== undefined) params.set('fieldSelector', `metadata.name=${query.name}`);
+    const base = query.namespace === undefined ? '/local/v1/runs' : this.runsPath(query.namespace);
+    const res = await request(`${this.url}${base}?${params.toString()}`, { headers: { authorization: `Bearer ${this.token}` }, signal, bodyTimeout: 0 });
+    if (res.statusCode !== 200) {
+      await res.body.dump();
+      throw new LocalApiError(res.statusCode, `watch answered HTTP ${res.statusCode}`);
+    }
+    return (async function* () {
+      for await (const line of ndjsonLines(res.body as AsyncIterable<Buffer>, MAX_WATCH_LINE_BYTES)) {
+        const event = WatchEventSchema.safeParse(JSON.parse(line));
+        if (event.success) yield event.data;
+      }
+    })();
+  }
+
+  /** Follows the Run's watch until it reaches one of `phases` or a terminal phase (bounded). */
   async waitPhase(ns: string, name: string, phases: RunPhase[], timeoutMs = 60_000): Promise<Run> {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const run = await this.getRun(ns, name);
-      const phase = run.status?.phase;
-      if (phase && (phases.includes(phase) || isTerminalPhase(phase))) return run;
-      if (Date.now() > deadline) throw new LocalApiError(504, `run ${ns}/${name} is still ${phase ?? 'Pending'} after ${timeoutMs} ms`);
-      await new Promise((r) => setTimeout(r, 100));
+    await this.getRun(ns, name); // a Run that is not there is a 404 now, not a timeout later
+    const signal = AbortSignal.timeout(timeoutMs);
+    let phase: RunPhase | undefined;
+    try {
+      for (;;) {
+        // The daemon ends a watch after at most an hour; a longer wait opens the next one.
+        const events = await this.watchRuns({ namespace: ns, name, timeoutSeconds: Math.min(Math.ceil(timeoutMs / 1000) + 1, 3600) }, signal);
+        for await (const event of events) {
+          if (event.type === 'DELETED') throw new LocalApiError(404, `runs.${RUN_GROUP} "${name}" not found`);
+          phase = event.object.status?.phase;
+          if (phase && (phases.includes(phase) || isTerminalPhase(phase))) return event.object;
+        }
+      }
+    } catch (err) {
+      if (signal.aborted) throw new LocalApiError(504, `run ${ns}/${name} is still ${phase ?? 'Pending'} after ${timeoutMs} ms`);
+      throw err;
     }
   }
 

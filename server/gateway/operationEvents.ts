@@ -3,16 +3,15 @@
 // `operations:stream` (NDJSON lines) and `operations:ws` (one text frame per event). Each
 // transport encodes the events and applies its own size limit; a failure before `accepted`
 // is thrown, so the caller can still answer with a plain HTTP error (or an `error` frame).
-import type { ExecuteResponse, SessionOperation } from '../../protocol/kruntimes/gateway';
+import type { SessionOperation, StreamEvent } from '../../protocol/kruntimes/gateway';
 import type { LocalSession } from '../local/localSession';
 import { SessionError } from '../local/sessionError';
 
-/** One event, fields in the order the kruntimes gateway writes them. */
-export type OperationEvent =
-  | { sequence: number; type: 'accepted'; accepted: { operationID: string } }
-  | { sequence: number; type: 'output'; output: { stream: 'stdout' | 'stderr'; data: string } }
-  | { sequence: number; type: 'completed'; completed: ExecuteResponse }
-  | { sequence: number; type: 'failed'; failed: { code: number; message: string } };
+/**
+ * One event: the protocol's stream event (StreamEventSchema) less `progress`, which a local command never reports.
+ * produceOperationEvents writes each one's fields in the order the kruntimes gateway writes them.
+ */
+export type OperationEvent = Exclude<StreamEvent, { type: 'progress' }>;
 
 export interface OperationEventOptions {
   operationId: string;

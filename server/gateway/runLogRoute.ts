@@ -18,22 +18,22 @@ export interface ParsedLogQuery extends LogReadOptions {
 function parseBool(name: string, v: string): boolean {
   if (['1', 't', 'T', 'true', 'TRUE', 'True'].includes(v)) return true;
   if (['0', 'f', 'F', 'false', 'FALSE', 'False'].includes(v)) return false;
-  throw new ApiStatusError(400, 'BadRequest', `${name}: strconv.ParseBool: parsing "${v}": invalid syntax`);
+  throw new ApiStatusError('BadRequest', `${name}: strconv.ParseBool: parsing "${v}": invalid syntax`);
 }
 
 function parseInteger(name: string, v: string): number {
   if (!/^[+-]?\d+$/.test(v) || !Number.isSafeInteger(Number(v))) {
-    throw new ApiStatusError(400, 'BadRequest', `${name}: strconv.ParseInt: parsing "${v}": invalid syntax`);
+    throw new ApiStatusError('BadRequest', `${name}: strconv.ParseInt: parsing "${v}": invalid syntax`);
   }
   return Number(v);
 }
 
-/** The query of a log request, checked as the Kubernetes API checks PodLogOptions. */
-export function parseLogQuery(url: URL, name: string, nowNs: bigint = BigInt(Date.now()) * 1_000_000n): ParsedLogQuery {
+/** The query of a log request, checked as the Kubernetes API checks PodLogOptions (`kind` names the options in messages). */
+export function parseLogQuery(url: URL, name: string, nowNs: bigint = BigInt(Date.now()) * 1_000_000n, kind = 'RunLogOptions'): ParsedLogQuery {
   const q = url.searchParams;
   const get = (k: string): string | undefined => q.get(k) ?? undefined;
   const invalid = (field: string, value: string, why: string): ApiStatusError =>
-    new ApiStatusError(422, 'Invalid', `RunLogOptions "${name}" is invalid: ${field}: Invalid value: ${value}: ${why}`, name, [
+    new ApiStatusError('Invalid', `${kind} "${name}" is invalid: ${field}: Invalid value: ${value}: ${why}`, name, [
       { reason: 'FieldValueInvalid', message: `Invalid value: ${value}: ${why}`, field },
     ]);
   const out: ParsedLogQuery = {
@@ -49,11 +49,11 @@ export function parseLogQuery(url: URL, name: string, nowNs: bigint = BigInt(Dat
   const sinceTime = get('sinceTime');
   const sinceSeconds = get('sinceSeconds');
   if (sinceTime !== undefined && sinceSeconds !== undefined) {
-    throw new ApiStatusError(422, 'Invalid', `RunLogOptions "${name}" is invalid: [] : Forbidden: at most one of \`sinceTime\` or \`sinceSeconds\` may be specified`, name);
+    throw new ApiStatusError('Invalid', `${kind} "${name}" is invalid: [] : Forbidden: at most one of \`sinceTime\` or \`sinceSeconds\` may be specified`, name);
   }
   if (sinceTime !== undefined) {
     const ns = parseRfc3339Ns(sinceTime);
-    if (ns === undefined) throw new ApiStatusError(400, 'BadRequest', `sinceTime: parsing time "${sinceTime}" as RFC 3339: cannot parse`);
+    if (ns === undefined) throw new ApiStatusError('BadRequest', `sinceTime: parsing time "${sinceTime}" as RFC 3339: cannot parse`);
     out.sinceNs = ns;
   }
   if (sinceSeconds !== undefined) {

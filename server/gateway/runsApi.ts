@@ -46,7 +46,7 @@ function sendObject(res: ServerResponse, status: number, value: unknown): void {
 }
 
 function sendStatus(res: ServerResponse, err: ApiStatusError): void {
-  sendObject(res, err.code, err.toStatus());
+  sendObject(res, err.status, err.toStatus());
 }
 
 async function readJson(req: IncomingMessage, limit: number): Promise<unknown> {
@@ -54,7 +54,7 @@ async function readJson(req: IncomingMessage, limit: number): Promise<unknown> {
   try {
     return JSON.parse(body.toString('utf8'));
   } catch (err) {
-    throw new ApiStatusError(400, 'BadRequest', `the request body is not JSON: ${(err as Error).message}`);
+    throw new ApiStatusError('BadRequest', `the request body is not JSON: ${(err as Error).message}`);
   }
 }
 
@@ -69,7 +69,7 @@ export class RunsApi {
   async handle(req: IncomingMessage, res: ServerResponse, route: RunsRoute, url: URL): Promise<void> {
     try {
       const auth = this.auth.check(req.headers);
-      if (!auth.ok) throw new ApiStatusError(401, 'Unauthorized', auth.message);
+      if (!auth.ok) throw new ApiStatusError('Unauthorized', auth.message);
       const method = req.method ?? 'GET';
       if (route.kind === 'collection') {
         if (method === 'GET') {
@@ -91,7 +91,7 @@ export class RunsApi {
         if (method === 'PATCH') {
           const type = (req.headers['content-type'] ?? '').split(';')[0]?.trim();
           if (type !== 'application/merge-patch+json' && type !== 'application/json') {
-            throw new ApiStatusError(415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: application/merge-patch+json`);
+            throw new ApiStatusError('UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: application/merge-patch+json`);
           }
           const patch = await readJson(req, this.maxRequestBodyBytes);
           return sendObject(res, 200, await this.runtime.patch(route.ns, route.name, patch));
@@ -105,15 +105,15 @@ export class RunsApi {
       } else if (method === 'GET') {
         return sendObject(res, 200, { items: await this.runtime.operations(route.ns, route.name) });
       }
-      throw new ApiStatusError(405, 'MethodNotAllowed', `the server does not allow this method on the requested resource`);
+      throw new ApiStatusError('MethodNotAllowed', `the server does not allow this method on the requested resource`);
     } catch (err) {
       if (res.headersSent) {
         res.destroy();
         return;
       }
       if (err instanceof ApiStatusError) return sendStatus(res, err);
-      if (err instanceof BodyTooLargeError) return sendStatus(res, new ApiStatusError(413, 'RequestEntityTooLarge', err.message));
-      sendStatus(res, new ApiStatusError(500, 'InternalError', (err as Error).message));
+      if (err instanceof BodyTooLargeError) return sendStatus(res, new ApiStatusError('RequestEntityTooLarge', err.message));
+      sendStatus(res, new ApiStatusError('InternalError', (err as Error).message));
     }
   }
 

@@ -2,19 +2,39 @@
 // (kind Status, reason, code, details.causes) so kubectl-minded clients and the kruntimes
 // provider handle local and cluster Runs alike.
 import { RUN_GROUP } from '../../protocol/kruntimes/run';
+import { SandboxSessionsError } from '../../protocol/errors';
 
-export type StatusReason = 'NotFound' | 'AlreadyExists' | 'Invalid' | 'BadRequest' | 'Unauthorized' | 'MethodNotAllowed' | 'InternalError' | 'UnsupportedMediaType' | 'RequestEntityTooLarge';
+/** Each Status reason's HTTP status, as the Kubernetes API server answers it (the Runs API's only status table). */
+export const RUNS_API_STATUS = {
+  BadRequest: 400,
+  Unauthorized: 401,
+  NotFound: 404,
+  MethodNotAllowed: 405,
+  AlreadyExists: 409,
+  RequestEntityTooLarge: 413,
+  UnsupportedMediaType: 415,
+  Invalid: 422,
+  InternalError: 500,
+} as const;
+export type StatusReason = keyof typeof RUNS_API_STATUS;
+/** The Runs API's codes: a Status `code`, which is the HTTP status (as the Kubernetes API server's). */
+export type RunsApiStatusCode = (typeof RUNS_API_STATUS)[StatusReason];
 
-export class ApiStatusError extends Error {
+/** `code` is the Status code (= HTTP status, as embedding callers and Kubernetes clients expect); `reason` names it. */
+export class ApiStatusError extends SandboxSessionsError<RunsApiStatusCode> {
   override readonly name = 'ApiStatusError';
+  readonly service = 'runs-api';
   constructor(
-    readonly code: number,
     readonly reason: StatusReason,
     message: string,
     readonly runName?: string,
     readonly causes?: Array<{ reason: string; message: string; field: string }>,
   ) {
-    super(message);
+    super(RUNS_API_STATUS[reason], message);
+  }
+
+  get status(): number {
+    return this.code;
   }
 
   toStatus(): Record<string, unknown> {
@@ -39,12 +59,12 @@ export class ApiStatusError extends Error {
 }
 
 export function runNotFound(name: string): ApiStatusError {
-  return new ApiStatusError(404, 'NotFound', `runs.${RUN_GROUP} "${name}" not found`, name);
+  return new ApiStatusError('NotFound', `runs.${RUN_GROUP} "${name}" not found`, name);
 }
 
 /** 422 for a rule on `spec` (the CEL rules kruntimes' CRD has). */
 export function invalidSpec(name: string, fullMessage: string, ruleMessage: string): ApiStatusError {
-  return new ApiStatusError(422, 'Invalid', fullMessage, name, [
+  return new ApiStatusError('Invalid', fullMessage, name, [
     { reason: 'FieldValueInvalid', message: `Invalid value: "object": ${ruleMessage}`, field: 'spec' },
   ]);
 }

@@ -12,6 +12,7 @@ import { pipeline } from 'node:stream/promises';
 import zlib from 'node:zlib';
 import type { ArtifactRef } from '../../protocol/kruntimes/run';
 import { tarDirectory, TarError } from './deterministicTar';
+import { SandboxSessionsError } from '../../protocol/errors';
 
 export const ArtifactLimits = {
   maxEntries: 32,
@@ -20,9 +21,12 @@ export const ArtifactLimits = {
   maxTotalBytes: 10 * 1024 ** 3,
 } as const;
 
-export class ArtifactInvalidError extends Error {
+export class ArtifactInvalidError extends SandboxSessionsError<'artifact_invalid'> {
   override readonly name = 'ArtifactInvalidError';
-  readonly code = 'artifact_invalid';
+  readonly service = 'artifact';
+  constructor(message: string) {
+    super('artifact_invalid', message);
+  }
 }
 
 const CONTENT_TYPES: Record<string, string> = {

@@ -5,15 +5,11 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { ArtifactRef } from '../../protocol/kruntimes/run';
+import { SandboxSessionsError } from '../../protocol/errors';
 
-export class ArtifactStoreError extends Error {
+export class ArtifactStoreError extends SandboxSessionsError<'artifact_not_local' | 'artifact_outside_store'> {
   override readonly name = 'ArtifactStoreError';
-  constructor(
-    readonly code: 'artifact_not_local' | 'artifact_outside_store',
-    message: string,
-  ) {
-    super(message);
-  }
+  readonly service = 'artifact';
 }
 
 export function artifactFile(storeRoot: string, ref: ArtifactRef): string {

@@ -6,15 +6,11 @@ import fsSync from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { z } from 'zod';
+import { SandboxSessionsError } from '../../protocol/errors';
 
-export class RecordError extends Error {
+export class RecordError extends SandboxSessionsError<'record_invalid' | 'record_unreadable'> {
   override readonly name = 'RecordError';
-  constructor(
-    readonly code: 'record_invalid' | 'record_unreadable',
-    message: string,
-  ) {
-    super(message);
-  }
+  readonly service = 'local-store';
 }
 
 /**

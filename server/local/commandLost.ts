@@ -4,9 +4,8 @@
 // `cancelled` for a command that may still be running.
 import { SessionError } from './sessionError';
 
+/** Stable code for logs and callers (`code`); the exec record's outcome is `lost`. */
 export class CommandLostError extends SessionError {
-  /** Stable code for logs and callers; the exec record's outcome is `lost`. */
-  readonly code = 'CommandLost';
   constructor(
     readonly pgid: number,
     /** Pids still running when the runtime gave up waiting. */
@@ -17,6 +16,7 @@ export class CommandLostError extends SessionError {
       'Internal',
       `command lost: ${survivors.length} process(es) of its group ${pgid} (pid ${survivors.join(', ')}) still running ` +
         `${boundMs / 1000} s after SIGKILL (stuck in the kernel?); inspect them with \`ps -o pid,stat,wchan,cmd -p ${survivors.join(',')}\``,
+      'CommandLost',
     );
   }
 }

@@ -5,10 +5,14 @@
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
+import { SandboxSessionsError } from '../../protocol/errors';
 
-export class TarError extends Error {
+export class TarError extends SandboxSessionsError<'artifact_invalid'> {
   override readonly name = 'TarError';
-  readonly code = 'artifact_invalid';
+  readonly service = 'artifact';
+  constructor(message: string) {
+    super('artifact_invalid', message);
+  }
 }
 
 interface TarEntry {

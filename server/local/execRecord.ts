@@ -22,8 +22,10 @@ export const ExecRecordSchema = z.strictObject({
   /** The first 200 characters of the command, for people reading records. */
   summary: z.string(),
   owner: z.strictObject({ pid: z.number().int(), startTime: z.string(), bootId: z.string() }),
-  /** How to kill it: signal this process group (the leader's identity guards pid reuse). */
-  kill: z.strictObject({ pgid: z.number().int(), leaderStartTime: z.string() }),
+  /** How to kill a host command: signal this process group (the leader's identity guards pid reuse). */
+  kill: z.strictObject({ pgid: z.number().int(), leaderStartTime: z.string() }).optional(),
+  /** How to stop a command of a remote workspace (an OpenSandbox sandbox): interrupt it by its id there. */
+  remote: z.strictObject({ sandboxId: z.string(), commandId: z.string() }).optional(),
   state: z.enum(['running', 'ended', 'lost']),
   outcome: ExecOutcomeSchema.optional(),
   exitCode: z.number().int().optional(),
@@ -108,6 +110,7 @@ export function ownerAlive(rec: ExecRecord): boolean {
  * same boot, and only while the group still has a member no older than the command.
  */
 export function killRecordedGroup(rec: ExecRecord, signal: NodeJS.Signals): boolean {
+  if (!rec.kill) return false; // a remote command: its workspace interrupts it
   if (rec.owner.bootId !== bootId()) return false;
   if (!HAS_PROC) return signalGroup(rec.kill.pgid, signal); // no way to inspect the group: signal it
   const members = processGroupMembers(rec.kill.pgid);

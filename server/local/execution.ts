@@ -6,10 +6,10 @@
 // a command's processes never outlive it (as under bubblewrap's pid namespace). The outcome
 // (finished, cancelled, timed out) is reported only once nothing of the group is left; if
 // something survives SIGKILL past a bound, the command fails with CommandLostError instead.
-import { spawn } from 'node:child_process';
+import { type ChildProcessByStdio, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Writable } from 'node:stream';
+import type { Readable, Writable } from 'node:stream';
 import { GatewayLimits, OUTPUT_TRUNCATED_MARKER } from '../../protocol/kruntimes/gateway';
 import type { Backend, LaunchSpec } from './backend';
 import { processStartTime } from '../platform/processIdentity';
@@ -46,7 +46,7 @@ export interface CommandOutcome {
 /** Drain time for stdio after the main process exits, before leftovers are killed. */
 const STDIO_SETTLE_MS = 150;
 
-class Capture {
+export class Capture {
   private readonly chunks: Buffer[] = [];
   private size = 0;
   private truncated = false;
@@ -111,121 +111,157 @@ export function runCommand(backend: Backend, run: CommandRun): Promise<CommandOu
   const grace = run.graceMs ?? GatewayLimits.terminationGraceMs;
   if (run.signal.aborted) return Promise.reject(run.signal.reason);
 
-  return new Promise<CommandOutcome>((resolve, reject) => {
+  return new Promise<CommandOutcome>((resolve, reject) => new RunningCommand(plan.file, run, cap, grace, resolve, reject).start([plan.file, ...plan.args]));
+}
+
+/** One started command: its process group, its output, its timers, and the outcome it settles once. */
+class RunningCommand {
+  private readonly stdout: Capture;
+  private readonly stderr: Capture;
+  private timedOut = false;
+  private aborted = false;
+  private exited: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+  private killTimer: NodeJS.Timeout | undefined;
+  private timeoutTimer: NodeJS.Timeout | undefined;
+  private settleTimer: NodeJS.Timeout | undefined;
+  private settled = false;
+  private openStreams = 2;
+  private child!: ChildProcessByStdio<Writable, Readable, Readable>;
+  private pgid: number | undefined;
+
+  constructor(
+    private readonly file: string,
+    private readonly run: CommandRun,
+    cap: number,
+    private readonly grace: number,
+    private readonly resolve: (outcome: CommandOutcome) => void,
+    private readonly reject: (err: unknown) => void,
+  ) {
+    this.stdout = new Capture('stdout', cap, run.onOutput);
+    this.stderr = new Capture('stderr', cap, run.onOutput);
+  }
+
+  start(argv: string[]): void {
+    const { run } = this;
     // The command starts behind a gate: a shell that waits for one line on fd 3 and then execs
     // it (same pid, same group). The exec record is written before the gate opens, so there is
     // no moment at which the command runs and nothing on disk says how to kill it; if the
     // daemon dies first, the gate reads EOF and the command never starts.
-    const child = spawn(GATE_SHELL, ['-c', GATE_SCRIPT, plan.file, ...plan.args], {
+    const child = spawn(GATE_SHELL, ['-c', GATE_SCRIPT, ...argv], {
       cwd: run.spec.cwd,
       env: run.spec.env,
       detached: true, // setsid(): a new session and process group
       stdio: ['pipe', 'pipe', 'pipe', 'pipe'],
     });
-    const stdout = new Capture('stdout', cap, run.onOutput);
-    const stderr = new Capture('stderr', cap, run.onOutput);
-    let timedOut = false;
-    let aborted = false;
-    let exited: { code: number | null; signal: NodeJS.Signals | null } | undefined;
-    let killTimer: NodeJS.Timeout | undefined;
-    let timeoutTimer: NodeJS.Timeout | undefined;
-    let settled = false;
-    let settleTimer: NodeJS.Timeout | undefined;
-    const pgid = child.pid;
+    this.child = child;
+    this.pgid = child.pid;
+    child.on('error', (err: NodeJS.ErrnoException) => this.onSpawnError(err));
+    if (this.pgid === undefined) return; // 'error' follows
 
-    const terminate = (): void => {
-      if (pgid === undefined) return;
-      signalGroup(pgid, 'SIGTERM');
-      killTimer ??= setTimeout(() => signalGroup(pgid, 'SIGKILL'), grace);
-    };
-    const onAbort = (): void => {
-      aborted = true;
-      terminate();
-    };
-
-    child.on('error', (err: NodeJS.ErrnoException) => {
-      if (settled) return;
-      settled = true;
-      cleanup();
-      if (err.code === 'ENOENT') {
-        reject(new SessionError('InvalidArgument', `start command: exec: "${plan.file}": executable file not found in $PATH`));
-      } else {
-        reject(new SessionError('Internal', `start command: ${err.message}`));
-      }
-    });
-    if (pgid === undefined) return; // 'error' follows
-
-    const startTime = processStartTime(pgid) ?? '0';
-    try {
-      run.onStarted?.(pgid, startTime);
-    } finally {
-      const gate = child.stdio[3] as Writable | null;
-      gate?.on('error', () => undefined);
-      gate?.end('go\n');
-    }
-
-    run.signal.addEventListener('abort', onAbort, { once: true });
+    this.openGate(this.pgid);
+    run.signal.addEventListener('abort', this.onAbort, { once: true });
     if (run.timeoutMs > 0) {
-      timeoutTimer = setTimeout(() => {
-        timedOut = true;
-        terminate();
+      this.timeoutTimer = setTimeout(() => {
+        this.timedOut = true;
+        this.terminate();
       }, run.timeoutMs);
     }
-
-    child.stdout.on('data', (d: Buffer) => stdout.push(d));
-    child.stderr.on('data', (d: Buffer) => stderr.push(d));
-    child.stdin.on('error', () => undefined); // a command that does not read stdin
-    child.stdin.end(run.stdin ?? Buffer.alloc(0));
-
-    let openStreams = 2;
-    const onStreamClosed = (): void => {
-      openStreams--;
-      maybeFinish();
-    };
-    child.stdout.on('close', onStreamClosed);
-    child.stderr.on('close', onStreamClosed);
-
+    this.connectStdio();
+    const pgid = this.pgid;
     child.on('exit', (code, signal) => {
-      exited = { code, signal };
+      this.exited = { code, signal };
       // Background processes may hold stdout open: give them a moment (the rest of the grace
       // when a cancel or timeout already sent SIGTERM), then end the group.
-      settleTimer = setTimeout(() => {
+      this.settleTimer = setTimeout(() => {
         signalGroup(pgid, 'SIGKILL');
         child.stdout.destroy();
         child.stderr.destroy();
-        finish();
-      }, killTimer ? grace : STDIO_SETTLE_MS);
-      maybeFinish();
+        this.finish();
+      }, this.killTimer ? this.grace : STDIO_SETTLE_MS);
+      this.maybeFinish();
     });
+  }
 
-    function maybeFinish(): void {
-      if (exited && openStreams === 0) finish();
+  /** Tells the caller the group id and start time (to record them), then lets the command run. */
+  private openGate(pgid: number): void {
+    const startTime = processStartTime(pgid) ?? '0';
+    try {
+      this.run.onStarted?.(pgid, startTime);
+    } finally {
+      const gate = this.child.stdio[3] as Writable | null;
+      gate?.on('error', () => undefined);
+      gate?.end('go\n');
     }
-    function cleanup(): void {
-      run.signal.removeEventListener('abort', onAbort);
-      if (timeoutTimer) clearTimeout(timeoutTimer);
-      if (settleTimer) clearTimeout(settleTimer);
+  }
+
+  private connectStdio(): void {
+    const child = this.child;
+    child.stdout.on('data', (d: Buffer) => this.stdout.push(d));
+    child.stderr.on('data', (d: Buffer) => this.stderr.push(d));
+    child.stdin.on('error', () => undefined); // a command that does not read stdin
+    child.stdin.end(this.run.stdin ?? Buffer.alloc(0));
+    const onStreamClosed = (): void => {
+      this.openStreams--;
+      this.maybeFinish();
+    };
+    child.stdout.on('close', onStreamClosed);
+    child.stderr.on('close', onStreamClosed);
+  }
+
+  private readonly onAbort = (): void => {
+    this.aborted = true;
+    this.terminate();
+  };
+
+  private terminate(): void {
+    const pgid = this.pgid;
+    if (pgid === undefined) return;
+    signalGroup(pgid, 'SIGTERM');
+    this.killTimer ??= setTimeout(() => signalGroup(pgid, 'SIGKILL'), this.grace);
+  }
+
+  private onSpawnError(err: NodeJS.ErrnoException): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.cleanup();
+    if (err.code === 'ENOENT') {
+      this.reject(new SessionError('InvalidArgument', `start command: exec: "${this.file}": executable file not found in $PATH`));
+    } else {
+      this.reject(new SessionError('Internal', `start command: ${err.message}`));
     }
-    function finish(): void {
-      if (settled || !exited) return;
-      settled = true;
-      cleanup();
-      if (killTimer) clearTimeout(killTimer);
-      const signalled = exited.signal !== null || exited.code === null;
-      const outcome: CommandOutcome = {
-        exitCode: timedOut || aborted || signalled ? -1 : (exited.code as number),
-        stdout: stdout.result(),
-        stderr: stderr.result(),
-        timedOut,
-        ...(aborted ? { abortReason: run.signal.reason as unknown } : {}),
-      };
-      // Nothing of the command may survive it: its group is killed (the grace timer, if a
-      // cancel started one, is no longer needed), and the outcome waits until the kernel has
-      // really removed every process of it.
-      void killGroupAndWait(pgid as number, GROUP_EXIT_BOUND_MS).then((survivors) => {
-        if (survivors.length === 0) resolve(outcome);
-        else reject(new CommandLostError(pgid as number, survivors, GROUP_EXIT_BOUND_MS));
-      }, reject);
-    }
-  });
+  }
+
+  private maybeFinish(): void {
+    if (this.exited && this.openStreams === 0) this.finish();
+  }
+
+  private cleanup(): void {
+    this.run.signal.removeEventListener('abort', this.onAbort);
+    if (this.timeoutTimer) clearTimeout(this.timeoutTimer);
+    if (this.settleTimer) clearTimeout(this.settleTimer);
+  }
+
+  private finish(): void {
+    const exited = this.exited;
+    if (this.settled || !exited) return;
+    this.settled = true;
+    this.cleanup();
+    if (this.killTimer) clearTimeout(this.killTimer);
+    const signalled = exited.signal !== null || exited.code === null;
+    const outcome: CommandOutcome = {
+      exitCode: this.timedOut || this.aborted || signalled ? -1 : (exited.code as number),
+      stdout: this.stdout.result(),
+      stderr: this.stderr.result(),
+      timedOut: this.timedOut,
+      ...(this.aborted ? { abortReason: this.run.signal.reason as unknown } : {}),
+    };
+    // Nothing of the command may survive it: its group is killed (the grace timer, if a
+    // cancel started one, is no longer needed), and the outcome waits until the kernel has
+    // really removed every process of it.
+    const pgid = this.pgid as number;
+    void killGroupAndWait(pgid, GROUP_EXIT_BOUND_MS).then((survivors) => {
+      if (survivors.length === 0) this.resolve(outcome);
+      else this.reject(new CommandLostError(pgid, survivors, GROUP_EXIT_BOUND_MS));
+    }, this.reject);
+  }
 }

@@ -3,15 +3,15 @@
 // with the Bash runtime's cursor. Messages and gRPC codes are the Bash Runtime Server's.
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { GatewayLimits, GatewayMessages, type FileEntry } from '../../protocol/kruntimes/gateway';
-import { decodePageToken, encodePageToken } from '../../protocol/kruntimes/pageToken';
-import { SessionError, goPathError, invalidArgument, failedPrecondition } from './sessionError';
+import { GatewayLimits, GatewayMessages, type FileEntry, type ListResponse, type ReadResponse } from '../../protocol/kruntimes/gateway';
+import { pageStart, takePage } from './listingPage';
+import { SessionError, goPathError, failedPrecondition } from './sessionError';
 import { resolveFollow, resolveWorkspacePath, sandboxPath } from './workspacePaths';
 
 export async function writeSessionFile(root: string, p: string, contents: Buffer, createParents: boolean): Promise<void> {
   if (contents.length > GatewayLimits.maxFileBytes) throw new SessionError('ResourceExhausted', GatewayMessages.contentsTooLarge);
   const target = await resolveFollow(root, p, {}).catch(async (err: unknown) => {
-    if (createParents && err instanceof SessionError && err.message.startsWith('resolve file parent')) {
+    if (createParents && err instanceof SessionError && err.code === 'ParentUnresolved') {
       return resolveWorkspacePath(root, p, { createParents: true });
     }
     throw err;
@@ -64,10 +64,8 @@ export async function renameSessionFile(root: string, from: string, to: string, 
   }
 }
 
-export interface ReadResult {
-  contents: Buffer;
-  truncated: boolean;
-}
+/** A read as the gateway answers it (ReadResponseSchema), with the contents as bytes rather than base64. */
+export type ReadResult = Pick<ReadResponse, 'truncated'> & { contents: Buffer };
 
 /** Reads up to `maxBytes` (clamped to 1 MiB) from `offset`; `truncated` when more bytes follow. */
 export async function readSessionFile(root: string, p: string, maxBytes: number, offset = 0): Promise<ReadResult> {
@@ -99,24 +97,12 @@ export async function readSessionFile(root: string, p: string, maxBytes: number,
   }
 }
 
-export interface ListPage {
-  entries: FileEntry[];
-  nextPageToken: string;
-}
-
-function byteCompare(a: string, b: string): number {
-  return Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
-}
+/** One page of a listing: the protocol's ListResponseSchema. */
+export type ListPage = Pick<ListResponse, 'entries' | 'nextPageToken'>;
 
 /** One page of a directory's direct children, byte-wise ordered (é after z). */
 export async function listSessionFiles(root: string, dir: string, limit: number, pageToken: string): Promise<ListPage> {
-  if (limit < 1 || limit > GatewayLimits.listMaxLimit) throw invalidArgument(GatewayMessages.limitRange);
-  let after = '';
-  if (pageToken !== '') {
-    const check = decodePageToken(pageToken, dir);
-    if (!check.ok) throw invalidArgument(check.message);
-    after = check.after;
-  }
+  const after = pageStart(dir, limit, pageToken);
   const target = await resolveFollow(root, dir, { allowRoot: true });
   let names: string[];
   try {
@@ -126,16 +112,12 @@ export async function listSessionFiles(root: string, dir: string, limit: number,
     if (code === 'ENOENT') throw new SessionError('NotFound', `list session file: ${goPathError('open', sandboxPath(target.rel), err)}`);
     throw new SessionError('Internal', `list session file: ${goPathError('readdirent', sandboxPath(target.rel), err)}`);
   }
-  names.sort(byteCompare);
-  const remaining = after === '' ? names : names.filter((n) => byteCompare(n, after) > 0);
-  const page = remaining.slice(0, limit);
+  const { page, nextPageToken } = takePage(names, (n) => n, dir, after, limit);
   const entries: FileEntry[] = [];
   for (const name of page) {
     const st = await fs.lstat(path.join(target.abs, name)).catch(() => undefined);
     if (!st) continue; // removed while listing: a listing is not a snapshot
     entries.push({ path: name, directory: st.isDirectory(), sizeBytes: st.size });
   }
-  const last = page[page.length - 1];
-  const nextPageToken = remaining.length > page.length && last !== undefined ? encodePageToken(dir, last) : '';
   return { entries, nextPageToken };
 }

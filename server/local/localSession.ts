@@ -4,7 +4,6 @@
 // timeout reads, the lease clock the lease timeout reads (renewed only by connection
 // heartbeats), drain/close, and — after each mutation, whatever its outcome — one report to
 // `audit` (runtimed's log lines; reads and listings are not reported).
-import fs from 'node:fs/promises';
 import path from 'node:path';
 import {
   GatewayMessages,
@@ -14,36 +13,24 @@ import {
   type SessionOperation,
 } from '../../protocol/kruntimes/gateway';
 import type { Backend } from './backend';
-import { runCommand, type OutputStream } from './execution';
+import type { OutputStream } from './execution';
 import { CommandLostError } from './commandLost';
 import { ExecRecords, killRecordedGroup, ownerAlive, selfIdentity, type ExecOutcome, type ExecRecord } from './execRecord';
-import {
-  createSessionDirectory,
-  deleteSessionFile,
-  listSessionFiles,
-  readSessionFile,
-  renameSessionFile,
-  writeSessionFile,
-  type ListPage,
-  type ReadResult,
-} from './fileOperations';
+import type { ListPage, ReadResult } from './fileOperations';
 import type { CompletedOperation } from './operationAudit';
 import { OperationAbort, abortKindOf } from './operationAbort';
 import { OperationQueue } from './operationQueue';
 import { GROUP_EXIT_BOUND_MS, killGroupAndWait } from './procInfo';
 import { SessionError, invalidArgument } from './sessionError';
-import { resolveFollow } from './workspacePaths';
+import type { SessionWorkspace } from './sessionWorkspace';
+import type { WorkspaceTerminal, WorkspaceTerminalOptions, WorkspaceTerminalSink } from './workspaceTerminal';
 
 export interface SessionConfig {
   uid: string;
+  /** What runs the Run's commands, and what it isolates (the status response advertises it). */
   backend: Backend;
-  /** Where relative paths start (the workspace, or workspace/repo with a repoURL source). */
-  sessionRoot: string;
-  /** Directories commands may write: the workspace and the artifacts dir (bound into isolating backends). */
-  writable: string[];
-  tmpDir: string;
-  /** Directories isolating backends hide from commands. */
-  hide: string[];
+  /** Where the workspace lives: a host directory (hostWorkspace.ts) or a remote sandbox. */
+  workspace: SessionWorkspace;
   env: Record<string, string>;
   queueSize: number;
   operationTimeoutMs: number;
@@ -67,30 +54,6 @@ export interface ExecuteOptions {
 }
 
 export type CancelResult = 'cancelled' | 'ended' | 'unknown';
-
-let bashPath: string | undefined;
-async function shellProgram(): Promise<string> {
-  if (bashPath === undefined) {
-    bashPath = '/bin/sh';
-    for (const candidate of ['/bin/bash', '/usr/bin/bash', '/usr/local/bin/bash']) {
-      if (await fs.access(candidate).then(() => true, () => false)) {
-        bashPath = candidate;
-        break;
-      }
-    }
-  }
-  return bashPath;
-}
-
-/**
- * `bash -c` with the host user's start-up files left out: bash sources ~/.bashrc even
- * non-interactively when its stdin is a socket (Node's pipes are), so every command of a local
- * sandbox would run the user's shell set-up (seen: 0.8 s of `pyenv init` per command) — a sandbox
- * command must not depend on the host's dotfiles.
- */
-function shellArgv(shell: string, line: string): string[] {
-  return shell.endsWith('bash') ? [shell, '--norc', '--noprofile', '-c', line] : [shell, '-c', line];
-}
 
 function nowNs(): bigint {
   return BigInt(Date.now()) * 1_000_000n;
@@ -225,54 +188,40 @@ export class LocalSession {
 
   private async perform(op: SessionOperation, opts: ExecuteOptions, signal: AbortSignal): Promise<ExecuteResponse> {
     if (signal.aborted) throw signal.reason;
-    const root = this.config.sessionRoot;
+    const ws = this.config.workspace;
     if (op.command) return this.runSessionCommand(op.command, opts, signal);
     if (op.writeFile) {
       const contents = Buffer.from(op.writeFile.contents ?? '', 'base64');
-      await writeSessionFile(root, op.writeFile.path, contents, op.writeFile.createParents ?? false);
+      await ws.writeFile(op.writeFile.path, contents, op.writeFile.createParents ?? false);
     } else if (op.createDirectory) {
-      await createSessionDirectory(root, op.createDirectory.path);
+      await ws.createDirectory(op.createDirectory.path);
     } else if (op.deleteFile) {
-      await deleteSessionFile(root, op.deleteFile.path, op.deleteFile.recursive ?? false);
+      await ws.deleteFile(op.deleteFile.path, op.deleteFile.recursive ?? false);
     } else if (op.renameFile) {
-      await renameSessionFile(root, op.renameFile.sourcePath, op.renameFile.destinationPath, op.renameFile.overwrite ?? false);
+      await ws.renameFile(op.renameFile.sourcePath, op.renameFile.destinationPath, op.renameFile.overwrite ?? false);
     }
     return {};
   }
 
   private async runSessionCommand(cmd: SessionCommand, opts: ExecuteOptions, signal: AbortSignal): Promise<ExecuteResponse> {
-    const cwdTarget = await resolveFollow(this.config.sessionRoot, cmd.workingDirectory ?? '', { allowRoot: true });
-    const st = await fs.stat(cwdTarget.abs).catch(() => undefined);
-    if (!st?.isDirectory()) {
-      throw invalidArgument(`working directory ${cmd.workingDirectory ?? ''} is not a directory in the workspace`);
-    }
-    const argv = cmd.argv && cmd.argv.length > 0 ? cmd.argv : shellArgv(await shellProgram(), cmd.shell ?? '');
     const env = { ...this.config.env, ...(cmd.env ?? {}) };
     const records = this.config.records;
     let started: ExecRecord | undefined;
-    const outcome = await runCommand(this.config.backend, {
-      spec: {
-        argv,
-        cwd: cwdTarget.abs,
-        env,
-        writable: this.config.writable,
-        tmpDir: this.config.tmpDir,
-        hide: this.config.hide,
-        isolateNetwork: cmd.isolateNetwork ?? false,
-      },
-      stdin: cmd.stdin ? Buffer.from(cmd.stdin, 'base64') : undefined,
-      timeoutMs: cmd.timeoutMillis ?? 0,
+    const outcome = await this.config.workspace.runCommand({
+      command: cmd,
+      operationId: opts.operationId,
+      env,
       signal,
       onOutput: opts.onOutput,
-      onStarted: (pgid, startTime) => {
+      onStarted: (handle, summary) => {
         started = {
           version: 1,
           operationId: opts.operationId,
           runUid: this.config.uid,
           backend: this.config.backend.name,
-          summary: argv.join(' ').slice(0, 200),
+          summary: summary.slice(0, 200),
           owner: selfIdentity(),
-          kill: { pgid, leaderStartTime: startTime },
+          ...handle,
           state: 'running',
           startedAt: new Date().toISOString(),
         };
@@ -317,11 +266,11 @@ export class LocalSession {
   }
 
   read(p: string, maxBytes: number, offset = 0): Promise<ReadResult> {
-    return readSessionFile(this.config.sessionRoot, p, maxBytes, offset);
+    return this.config.workspace.read(p, maxBytes, offset);
   }
 
   list(dir: string, limit: number, pageToken: string): Promise<ListPage> {
-    return listSessionFiles(this.config.sessionRoot, dir, limit, pageToken);
+    return this.config.workspace.list(dir, limit, pageToken);
   }
 
   /**
@@ -342,6 +291,7 @@ export class LocalSession {
     const orphaned = rec.state === 'running' && !ownerAlive(rec);
     const stuck = rec.state !== 'running' && rec.outcome === 'lost'; // something may still run: try again
     if (!orphaned && !stuck) return 'ended';
+    if (rec.remote || !rec.kill) return this.cancelRecordedRemote(rec, orphaned);
     const killed = killRecordedGroup(rec, 'SIGKILL');
     const survivors = killed ? await killGroupAndWait(rec.kill.pgid) : [];
     if (survivors.length > 0) {
@@ -362,6 +312,21 @@ export class LocalSession {
     return killed ? 'cancelled' : 'ended';
   }
 
+  /** A remote command a previous daemon left running: interrupted through the workspace that runs it. */
+  private async cancelRecordedRemote(rec: ExecRecord, orphaned: boolean): Promise<CancelResult> {
+    const interrupted = (await this.config.workspace.interruptRecorded?.(rec)) ?? false;
+    if (orphaned || interrupted) {
+      await this.config.records.write({
+        ...rec,
+        state: 'lost',
+        outcome: interrupted ? 'cancelled' : 'lost',
+        message: orphaned ? 'the gateway daemon that ran this command exited' : `${rec.message ?? 'lost'}; a later cancel interrupted it`,
+        endedAt: new Date().toISOString(),
+      });
+    }
+    return interrupted ? 'cancelled' : 'ended';
+  }
+
   /** Drain: refuse new operations (409 `session is finalizing`), let admitted ones finish. */
   async drain(): Promise<void> {
     this.accepting = false;
@@ -378,6 +343,41 @@ export class LocalSession {
     this.closed = true;
     for (const { controller } of this.active.values()) controller.abort(new OperationAbort('session'));
     await this.queue.whenIdle();
+    await this.config.workspace.close().catch((err: unknown) => this.config.log?.(`closing the workspace: ${(err as Error).message}`));
+  }
+
+  /** Whether the workspace has an interactive terminal (the status advertises `capabilities.terminal`). */
+  get hasTerminal(): boolean {
+    return this.config.workspace.openTerminal !== undefined;
+  }
+
+  /**
+   * The workspace's interactive terminal (`GET P/pty`, outside the mutation queue: it is one
+   * long-lived connection, not an operation). Refused while finalizing or closed, and where the
+   * workspace has none; opening it counts as activity, and so does each keystroke (`terminalInput`).
+   */
+  async openTerminal(o: WorkspaceTerminalOptions, sink: WorkspaceTerminalSink): Promise<WorkspaceTerminal> {
+    if (this.closed) throw new SessionError('Canceled', GatewayMessages.sessionClosed);
+    if (!this.accepting) throw new SessionError('FailedPrecondition', GatewayMessages.finalizing);
+    const open = this.config.workspace.openTerminal?.bind(this.config.workspace);
+    if (!open) {
+      throw new SessionError(
+        'FailedPrecondition',
+        `this sandbox has no interactive terminal (backend "${this.config.backend.name}" runs each command on its own, without a PTY); use the line-based Sandbox terminal`,
+      );
+    }
+    this.touch();
+    return open(o, sink);
+  }
+
+  /** Input typed into an interactive terminal: the sandbox is in use. */
+  terminalInput(): void {
+    this.touch();
+  }
+
+  /** The workspace as a directory of this machine, when it is one (undefined for a remote sandbox). */
+  get hostRoot(): string | undefined {
+    return this.config.workspace.hostRoot;
   }
 
   static tmpDirFor(runDir: string): string {

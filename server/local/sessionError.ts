@@ -2,14 +2,23 @@
 // return it) and the exact message. The gateway maps the code to HTTP with the kruntimes
 // table, so local and cluster sandboxes fail the same way.
 import { GrpcCode, type GrpcCodeName, httpStatusForGrpc } from '../../protocol/kruntimes/gateway';
+import { SandboxSessionsError } from '../../protocol/errors';
 
-export class SessionError extends Error {
+/**
+ * The local runtime's codes: the gRPC code names, `CommandLost` (gRPC Internal on the wire) and `ParentUnresolved`
+ * (a path's parent folder cannot be resolved; gRPC InvalidArgument, and a write with createParents makes it).
+ */
+export type SessionErrorCode = GrpcCodeName | 'CommandLost' | 'ParentUnresolved';
+
+export class SessionError extends SandboxSessionsError<SessionErrorCode> {
   override readonly name = 'SessionError';
+  readonly service = 'session';
   constructor(
     readonly grpc: GrpcCodeName,
     message: string,
+    code: SessionErrorCode = grpc,
   ) {
-    super(message);
+    super(code, message);
   }
   get httpStatus(): number {
     return httpStatusForGrpc(GrpcCode[this.grpc]);

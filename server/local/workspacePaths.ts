@@ -5,7 +5,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { GatewayMessages } from '../../protocol/kruntimes/gateway';
-import { goPathError, invalidArgument } from './sessionError';
+import { goPathError, invalidArgument, SessionError } from './sessionError';
 
 export interface ResolvedPath {
   /** Absolute host path (parent resolved through symlinks, final component not followed). */
@@ -71,7 +71,7 @@ export async function resolveWorkspacePath(
         dir = path.join(dir, ...parts.slice(i));
         break;
       }
-      throw invalidArgument(`resolve file parent: ${goPathError('lstat', sandboxPath(parts.slice(0, i + 1).join('/')), err)}`);
+      throw new SessionError('InvalidArgument', `resolve file parent: ${goPathError('lstat', sandboxPath(parts.slice(0, i + 1).join('/')), err)}`, 'ParentUnresolved');
     }
     if (!inside(realRoot, real)) throw invalidArgument(GatewayMessages.pathSymlinkEscape);
     dir = real;

@@ -8,10 +8,8 @@ import {
   type DeletedSession,
   type ForkOperation,
   formatRevision,
-  revisionNumber,
   type RevisionSummary,
   type SessionRevisionRef,
-  SessionRevisionRefSchema,
   type SessionSummary,
   type StoredSessionCheckpoint,
 } from '../../protocol/repository';
@@ -20,11 +18,14 @@ import { admitStoredCheckpoint, verifyStoredCheckpoint } from './checkpoint';
 import type { ClaimForkInput, CommitInput, CreateSessionInput, GarbageCollection, SessionRepository } from './contract';
 import { SessionRepositoryError, toRepositoryError } from './errors';
 import { optionalIdentifier, requireIdentifier, requireRevision } from './identifiers';
-import { encodeJcs } from './jcs';
+import { committedOf, contradiction, sessionSummaryOf, notRetained, refText, requireRef, requireSession, sameJson, sessionNotFound } from './engineRules';
 import type { ImmutableObjectStore } from './objectStore';
 import type { CommitInputRecord, ForkRecord, RevisionRecord, SessionRecord } from './records';
 import { checkpointObjectIds, oldestRetainedAfter, type RetentionPolicy } from './retention';
-import type { RepositoryReader, RepositoryStorage } from './storage';
+import type { RepositoryReader, RepositoryStorage, RepositoryWriter } from './storage';
+
+/** What a mutation's precheck found: the answer already given (idempotent retry), or what the write goes on with. */
+type Checked<D, C> = { done: D } | { checked: C };
 
 export class RepositoryEngine implements SessionRepository {
   readonly forkIdempotencyRetention = 'indefinite' as const;
@@ -97,11 +98,11 @@ export class RepositoryEngine implements SessionRepository {
         ...(forkedFrom !== undefined ? { forkedFrom } : {}),
       };
 
-      const precheck = async (r: RepositoryReader): Promise<CommittedSessionRevision | undefined> => {
+      const precheck = async (r: RepositoryReader): Promise<Checked<CommittedSessionRevision, StoredSessionCheckpoint>> => {
         const existing = await r.getSession(sessionId);
         if (existing) {
           if (createdByForkId !== undefined && existing.createdByForkId === createdByForkId && sameJson(existing.created, committed)) {
-            return existing.created;
+            return { done: existing.created };
           }
           throw new SessionRepositoryError('session_already_exists', `session ${sessionId} already exists (head r${existing.head}); commit to it with its expected revision, or choose another session id`);
         }
@@ -118,15 +119,10 @@ export class RepositoryEngine implements SessionRepository {
             throw new SessionRepositoryError('fork_agent_mismatch', `fork ${createdByForkId} belongs to agent ${fork.sourceAgentId}, not ${agentId}`);
           }
         }
-        return undefined;
+        return { checked: checkpoint };
       };
 
-      const early = await this.storage.read(precheck);
-      if (early) return early;
-      await verifyStoredCheckpoint(this.objects, checkpoint);
-      return this.storage.write(async (w) => {
-        const again = await precheck(w);
-        if (again) return again;
+      return this.checkedWrite(precheck, async (w) => {
         await w.requireObjectsPresent([checkpoint.manifest, checkpoint.value.compatibilityBundle]);
         const now = this.clock().toISOString();
         await w.insertSession({
@@ -149,7 +145,7 @@ export class RepositoryEngine implements SessionRepository {
           committedAt: now,
         });
         return committed;
-      });
+      }, (c) => c);
     });
   }
 
@@ -235,8 +231,7 @@ export class RepositoryEngine implements SessionRepository {
       const targetSessionId = requireIdentifier('targetSessionId', input.targetSessionId);
       const n = requireRevision('source.revision', source.revision);
 
-      type Checked = { done: ForkRecord } | { sourceAgentId: string; checkpoint: StoredSessionCheckpoint };
-      const precheck = async (r: RepositoryReader): Promise<Checked> => {
+      const precheck = async (r: RepositoryReader): Promise<Checked<ForkRecord, { sourceAgentId: string; checkpoint: StoredSessionCheckpoint }>> => {
         const existing = await r.getFork(forkId);
         if (existing) {
           if (sameJson(existing.source, source) && existing.targetSessionId === targetSessionId) return { done: existing };
@@ -251,15 +246,10 @@ export class RepositoryEngine implements SessionRepository {
         }
         const revision = n >= session.oldestRetained && n <= session.head ? await r.getRevision(source.sessionId, n) : undefined;
         if (!revision) throw notRetained('source_revision_not_available', session, n, this.keepRevisions);
-        return { sourceAgentId: session.agentId, checkpoint: revision.checkpoint };
+        return { checked: { sourceAgentId: session.agentId, checkpoint: revision.checkpoint } };
       };
 
-      const early = await this.storage.read(precheck);
-      if ('done' in early) return early.done;
-      await verifyStoredCheckpoint(this.objects, early.checkpoint);
-      return this.storage.write(async (w) => {
-        const again = await precheck(w);
-        if ('done' in again) return again.done;
+      return this.checkedWrite(precheck, async (w, again, early) => {
         if (!sameJson(again.checkpoint, early.checkpoint)) {
           throw new SessionRepositoryError('source_revision_not_available', `fork source ${refText(source)} changed while it was verified; retry the fork`);
         }
@@ -274,15 +264,14 @@ export class RepositoryEngine implements SessionRepository {
         };
         await w.insertFork(record);
         return record;
-      });
+      }, (c) => c.checkpoint);
     });
   }
 
   completeFork(input: { forkId: string }): Promise<CompletedForkOperation> {
     return this.guard('fork completion', async () => {
       const forkId = requireIdentifier('forkId', input?.forkId);
-      type Checked = { done: CompletedForkOperation } | { fork: ForkRecord; target: SessionRecord; checkpoint: StoredSessionCheckpoint };
-      const precheck = async (r: RepositoryReader): Promise<Checked> => {
+      const precheck = async (r: RepositoryReader): Promise<Checked<CompletedForkOperation, { fork: ForkRecord; target: SessionRecord; checkpoint: StoredSessionCheckpoint }>> => {
         const fork = await r.getFork(forkId);
         if (!fork) throw new SessionRepositoryError('idempotency_conflict', `no fork claim with id ${forkId}; claim it first (claimFork)`);
         if (fork.state === 'completed') return { done: fork };
@@ -302,15 +291,10 @@ export class RepositoryEngine implements SessionRepository {
           if (!head) throw contradiction(`session ${target.sessionId} has no record of its head`);
           checkpoint = head.checkpoint;
         }
-        return { fork, target, checkpoint };
+        return { checked: { fork, target, checkpoint } };
       };
 
-      const early = await this.storage.read(precheck);
-      if ('done' in early) return early.done;
-      await verifyStoredCheckpoint(this.objects, early.checkpoint);
-      return this.storage.write(async (w) => {
-        const again = await precheck(w);
-        if ('done' in again) return again.done;
+      return this.checkedWrite(precheck, async (w, again) => {
         const completed: CompletedForkOperation = {
           ...again.fork,
           state: 'completed',
@@ -318,7 +302,7 @@ export class RepositoryEngine implements SessionRepository {
         };
         await w.updateFork(completed);
         return completed;
-      });
+      }, (c) => c.checkpoint);
     });
   }
 
@@ -326,16 +310,7 @@ export class RepositoryEngine implements SessionRepository {
     return this.guard('listing sessions', async () => {
       const sessions = await this.storage.read((r) => r.listSessions());
       return sessions
-        .map((s) => ({
-          sessionId: s.sessionId,
-          agentId: s.agentId,
-          head: { sessionId: s.sessionId, revision: formatRevision(s.head) },
-          oldestRetained: formatRevision(s.oldestRetained),
-          ...(s.forkedFrom !== undefined ? { forkedFrom: s.forkedFrom } : {}),
-          ...(s.createdByForkId !== undefined ? { createdByForkId: s.createdByForkId } : {}),
-          createdAt: s.createdAt,
-          updatedAt: s.updatedAt,
-        }))
+        .map(sessionSummaryOf)
         .sort((a, b) => (a.sessionId < b.sessionId ? -1 : a.sessionId > b.sessionId ? 1 : 0));
     });
   }
@@ -382,6 +357,26 @@ export class RepositoryEngine implements SessionRepository {
     return this.storage.close();
   }
 
+  /**
+   * The shape of create, claim and complete: `precheck` on a read (refusals and idempotent answers cost no object
+   * reads), the checkpoint it names verified outside the write, then `precheck` again inside the write (another writer
+   * may have moved meanwhile) before `apply` — with what the check found in the write and on the read.
+   */
+  private async checkedWrite<D, C>(
+    precheck: (r: RepositoryReader) => Promise<Checked<D, C>>,
+    apply: (w: RepositoryWriter, checked: C, early: C) => Promise<D>,
+    checkpointOf: (checked: C) => StoredSessionCheckpoint,
+  ): Promise<D> {
+    const early = await this.storage.read(precheck);
+    if ('done' in early) return early.done;
+    await verifyStoredCheckpoint(this.objects, checkpointOf(early.checked));
+    return this.storage.write(async (w) => {
+      const again = await precheck(w);
+      if ('done' in again) return again.done;
+      return apply(w, again.checked, early.checked);
+    });
+  }
+
   /** GC of objects released by dropped revisions; the commit already succeeded, so failures here are not reported. */
   private async collectAfter(dropped: RevisionRecord[]): Promise<void> {
     if (dropped.length === 0) return;
@@ -397,56 +392,4 @@ export class RepositoryEngine implements SessionRepository {
       throw toRepositoryError(err, `session repository ${doing}`);
     }
   }
-}
-
-function committedOf(session: SessionRecord, revision: RevisionRecord): CommittedSessionRevision {
-  return {
-    ref: { sessionId: session.sessionId, revision: formatRevision(revision.revision) },
-    agentId: session.agentId,
-    checkpoint: revision.checkpoint,
-    ...(revision.lastCommittedActivationId !== undefined ? { lastCommittedActivationId: revision.lastCommittedActivationId } : {}),
-    ...(session.forkedFrom !== undefined ? { forkedFrom: session.forkedFrom } : {}),
-  };
-}
-
-async function requireSession(r: RepositoryReader, sessionId: string): Promise<SessionRecord> {
-  const session = await r.getSession(sessionId);
-  if (!session) throw await sessionNotFound(r, sessionId);
-  return session;
-}
-
-async function sessionNotFound(r: RepositoryReader, sessionId: string): Promise<SessionRepositoryError> {
-  const tombstone = await r.getTombstone(sessionId);
-  return new SessionRepositoryError(
-    'session_not_found',
-    tombstone ? `session ${sessionId} was deleted at ${tombstone.deletedAt}` : `session ${sessionId} does not exist (list sessions with \`sandbox-sessions session list\`)`,
-  );
-}
-
-function notRetained(code: 'revision_not_available' | 'source_revision_not_available', session: SessionRecord, n: number, keep: number): SessionRepositoryError {
-  const why =
-    n > session.head
-      ? `the head is r${session.head}`
-      : `only r${session.oldestRetained}…r${session.head} are retained (the last ${keep} revisions)`;
-  return new SessionRepositoryError(code, `revision r${n} of session ${session.sessionId} is not available: ${why}`);
-}
-
-function contradiction(message: string): SessionRepositoryError {
-  return new SessionRepositoryError('integrity_mismatch', `repository state is inconsistent: ${message}`);
-}
-
-function requireRef(name: string, value: unknown): SessionRevisionRef {
-  const parsed = SessionRevisionRefSchema.safeParse(value);
-  if (!parsed.success || revisionNumber(parsed.data.revision) === undefined) {
-    throw new TypeError(`${name} must be {sessionId, revision} with a revision such as r1`);
-  }
-  return parsed.data;
-}
-
-function refText(ref: SessionRevisionRef): string {
-  return `${ref.sessionId}@${ref.revision}`;
-}
-
-function sameJson(a: unknown, b: unknown): boolean {
-  return encodeJcs(a ?? null) === encodeJcs(b ?? null);
 }

@@ -1,15 +1,13 @@
 // The one error type every repository operation throws, with the spec's stable codes (§9.2), so
 // callers (CLI, JSON-RPC, activation) can branch on `code` and show `message` to a person.
 import type { SessionRepositoryErrorCode, SessionRepositoryErrorPayload } from '../../protocol/repository';
+import { SandboxSessionsError } from '../../protocol/errors';
 
-export class SessionRepositoryError extends Error {
+export class SessionRepositoryError extends SandboxSessionsError<SessionRepositoryErrorCode> {
   override readonly name = 'SessionRepositoryError';
-  constructor(
-    readonly code: SessionRepositoryErrorCode,
-    message: string,
-    options?: { cause?: unknown },
-  ) {
-    super(message, options);
+  readonly service = 'repository';
+  constructor(code: SessionRepositoryErrorCode, message: string, options?: { cause?: unknown }) {
+    super(code, message, options);
   }
 
   toPayload(): SessionRepositoryErrorPayload {

@@ -1,7 +1,9 @@
 // The file adapter's object store: `objects/<id[0:2]>/<id>` (0600) under the repository root.
 // Publish streams into a private temp file while hashing, fsyncs it, then hard-links it into place
 // (link never replaces, so an existing object is never overwritten by other bytes) and fsyncs the
-// directories; reads re-verify size and digest every time.
+// directories; reads re-verify size and digest every time — unless this store has hashed the very same inode
+// since it last changed (same device, inode, size, mtime and ctime, which every write and every chmod/utimes/link
+// moves): an activation's commit and the next checkout then do not hash the bundle it has just published again.
 import { randomUUID } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
 import fs from 'node:fs/promises';
@@ -32,8 +34,16 @@ export interface StoredObjectInfo {
   mtimeMs: number;
 }
 
+/** Object files whose verification is remembered (oldest forgotten first); a few hundred bytes each. */
+const MAX_REMEMBERED = 4096;
+
+type InodeStats = { dev: bigint; ino: bigint; size: bigint; mtimeNs: bigint; ctimeNs: bigint };
+const inodeKey = (st: InodeStats): string => `${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
+
 export class FileObjectStore implements ImmutableObjectStore {
   readonly objectsDir: string;
+  /** Object id → the inode (key) whose bytes this store hashed and found to be the object. */
+  private readonly verified = new Map<string, string>();
 
   constructor(readonly root: string) {
     this.objectsDir = path.join(root, 'objects');
@@ -58,6 +68,8 @@ export class FileObjectStore implements ImmutableObjectStore {
     };
     const dest = this.pathOf(id);
     const tmp = `${dest}.${randomUUID()}.tmp`;
+    let written: InodeStats | undefined;
+    let linked = false;
     try {
       await this.ensureShardDir(path.dirname(dest));
       const meter = new DigestMeter(input.bytes, `object source for ${input.digest}`);
@@ -75,11 +87,13 @@ export class FileObjectStore implements ImmutableObjectStore {
       const handle = await fs.open(tmp, 'r');
       try {
         await handle.sync();
+        written = await handle.stat({ bigint: true });
       } finally {
         await handle.close();
       }
       try {
         await fs.link(tmp, dest);
+        linked = true;
         await fsyncDir(path.dirname(dest));
       } catch (err) {
         if (errnoCode(err) !== 'EEXIST') throw err;
@@ -101,6 +115,13 @@ export class FileObjectStore implements ImmutableObjectStore {
     }
     // No extra read-back here: the linked inode is the temp file whose bytes were verified and
     // fsynced above, and an existing object was verified (or repaired) before we kept it.
+    if (linked && written !== undefined) {
+      // The object is the inode just verified, unwritten since (same size and mtime; its ctime moved with the link).
+      const now = await fs.lstat(dest, { bigint: true }).catch(() => undefined);
+      if (now?.isFile() === true && now.ino === written.ino && now.dev === written.dev && now.size === written.size && now.mtimeNs === written.mtimeNs) {
+        this.remember(id, now);
+      }
+    }
     return ref;
   }
 
@@ -109,6 +130,14 @@ export class FileObjectStore implements ImmutableObjectStore {
     const file = this.pathOf(id);
     try {
       const handle = await this.openObject(file, ref);
+      const before = await handle.stat({ bigint: true }).catch(async (err: unknown) => {
+        await handle.close();
+        throw err;
+      });
+      if (this.verified.get(id) === inodeKey(before)) {
+        await handle.close();
+        return;
+      }
       const meter = new DigestMeter(ref.bytes, `object ${ref.objectRef}`);
       if (ref.bytes <= STREAM_CHUNK) {
         // Small objects (checkpoint manifests, small bundles): one read, no stream machinery.
@@ -131,9 +160,19 @@ export class FileObjectStore implements ImmutableObjectStore {
         await pipeline(handle.createReadStream({ highWaterMark: STREAM_CHUNK }), meter, discard());
       }
       meter.verify(ref.digest);
+      const after = await fs.lstat(file, { bigint: true });
+      if (after.isFile() && inodeKey(after) === inodeKey(before)) this.remember(id, after);
     } catch (err) {
+      this.verified.delete(id);
       throw toRepositoryError(err, `reading object ${ref.objectRef}`);
     }
+  }
+
+  /** Remembers that the object's bytes were hashed while its file was this inode, unchanged. */
+  private remember(id: string, st: InodeStats): void {
+    this.verified.delete(id);
+    this.verified.set(id, inodeKey(st));
+    if (this.verified.size > MAX_REMEMBERED) this.verified.delete(this.verified.keys().next().value as string);
   }
 
   async materialize(input: MaterializeObjectInput): Promise<MaterializedObject> {
@@ -197,6 +236,7 @@ export class FileObjectStore implements ImmutableObjectStore {
 
   async remove(id: string): Promise<void> {
     const file = this.pathOf(id);
+    this.verified.delete(id);
     await removeIfPresent(file);
     await fsyncDir(path.dirname(file));
   }

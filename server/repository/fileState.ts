@@ -93,6 +93,17 @@ function same(a: unknown, b: unknown): boolean {
 
 /** The cross-record rules; any violation is integrity_mismatch (fail closed). */
 export function checkConsistency(state: FileState, file: string): void {
+  const sessions = checkSessions(state, file);
+  checkTombstones(state, file, sessions);
+  const revisions = checkRevisions(state, file, sessions);
+  checkReceipts(state, file, sessions, revisions);
+  const forks = checkForks(state, file, sessions);
+  checkActivationsAndLeases(state, file);
+  checkForkBindings(state, file, forks);
+}
+
+/** Each session once, with a head, retention and created r1 that agree. */
+function checkSessions(state: FileState, file: string): Map<string, SessionRecord> {
   const sessions = new Map<string, SessionRecord>();
   for (const s of state.sessions) {
     if (sessions.has(s.sessionId)) throw corrupt(file, `session ${s.sessionId} appears twice`);
@@ -106,11 +117,20 @@ export function checkConsistency(state: FileState, file: string): void {
       throw corrupt(file, `session ${s.sessionId}: fork binding is inconsistent`);
     }
   }
+  return sessions;
+}
+
+/** A deleted session is listed once, and is not live. */
+function checkTombstones(state: FileState, file: string, sessions: Map<string, SessionRecord>): void {
   const tombstones = new Set<string>();
   for (const t of state.tombstones) {
     if (tombstones.has(t.sessionId) || sessions.has(t.sessionId)) throw corrupt(file, `deleted session ${t.sessionId} is listed twice or still live`);
     tombstones.add(t.sessionId);
   }
+}
+
+/** Each session has exactly its retained revisions, r1 being its created revision. */
+function checkRevisions(state: FileState, file: string, sessions: Map<string, SessionRecord>): Map<string, RevisionRecord> {
   const revisions = new Map<string, RevisionRecord>();
   const counts = new Map<string, number>();
   for (const r of state.revisions) {
@@ -130,6 +150,11 @@ export function checkConsistency(state: FileState, file: string): void {
       throw corrupt(file, `session ${s.sessionId} does not have exactly revisions r${s.oldestRetained}…r${s.head}`);
     }
   }
+  return revisions;
+}
+
+/** Each commit receipt once, matching the revision it produced. */
+function checkReceipts(state: FileState, file: string, sessions: Map<string, SessionRecord>, revisions: Map<string, RevisionRecord>): void {
   const receipts = new Set<string>();
   for (const c of state.commits) {
     const s = sessions.get(c.sessionId);
@@ -152,6 +177,10 @@ export function checkConsistency(state: FileState, file: string): void {
       throw corrupt(file, `commit receipt ${c.commitId} of session ${c.sessionId} contradicts its revision`);
     }
   }
+}
+
+/** Each fork once, never onto its source, and a completed one onto the session it created. */
+function checkForks(state: FileState, file: string, sessions: Map<string, SessionRecord>): Map<string, ForkRecord> {
   const forks = new Map<string, ForkRecord>();
   for (const f of state.forks) {
     if (forks.has(f.forkId)) throw corrupt(file, `fork ${f.forkId} appears twice`);
@@ -163,6 +192,11 @@ export function checkConsistency(state: FileState, file: string): void {
       if (t && t.createdByForkId !== f.forkId) throw corrupt(file, `fork ${f.forkId}: target ${f.targetSessionId} was not created by it`);
     }
   }
+  return forks;
+}
+
+/** Each activation once (a committed one with its revision and outcome), and one lease per session. */
+function checkActivationsAndLeases(state: FileState, file: string): void {
   const activationKeys = new Set<string>();
   for (const a of state.activations) {
     const key = activationKey(a.sessionId, a.activationId);
@@ -177,6 +211,10 @@ export function checkConsistency(state: FileState, file: string): void {
     if (leaseKeys.has(l.sessionId)) throw corrupt(file, `session ${l.sessionId} has two activation leases`);
     leaseKeys.add(l.sessionId);
   }
+}
+
+/** A fork-created session is bound by the fork that names it. */
+function checkForkBindings(state: FileState, file: string, forks: Map<string, ForkRecord>): void {
   for (const s of state.sessions) {
     if (s.createdByForkId === undefined) continue;
     const f = forks.get(s.createdByForkId);

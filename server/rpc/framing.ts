@@ -2,15 +2,17 @@
 // (skipped without buffering) and unframed garbage (resynchronised at the next header), so one
 // bad client write never takes the companion server down or stalls the valid requests after it.
 import { AbstractMessageReader, type DataCallback, type Disposable, type Message } from 'vscode-jsonrpc/node';
+import { SandboxSessionsError } from '../../protocol/errors';
 
 /** A framing or decoding problem; `parseError` ones get a JSON-RPC ParseError reply (id null). */
-export class FrameError extends Error {
+export class FrameError extends SandboxSessionsError<'parse_error' | 'invalid_frame'> {
   override readonly name = 'FrameError';
+  readonly service = 'rpc';
   constructor(
     message: string,
     readonly parseError: boolean,
   ) {
-    super(message);
+    super(parseError ? 'parse_error' : 'invalid_frame', message);
   }
 }
 

@@ -13,6 +13,7 @@ import { gatewayTlsOptions } from '../../protocol/kruntimes/gatewayTls';
 import { heartbeatIntervalMs } from '../../protocol/kruntimes/sessionConnection';
 import { acquireSessionConnection } from '../../protocol/kruntimes/sessionConnectionPool';
 import { sessionSocketUrl as socketUrlOf } from '../../protocol/kruntimes/sessionFrames';
+import { SandboxSessionsError } from '../../protocol/errors';
 
 export { heartbeatIntervalMs };
 
@@ -40,21 +41,25 @@ export interface LeaseHold {
 export type LeaseLostCode = 'unauthenticated' | 'forbidden' | 'not_found' | 'not_ready';
 
 /** The gateway refused the connection for good; `message` is the gateway's `error` text. */
-export class LeaseLostError extends Error {
+export class LeaseLostError extends SandboxSessionsError<LeaseLostCode> {
   override readonly name = 'LeaseLostError';
+  readonly service = 'lease';
   constructor(
-    readonly code: LeaseLostCode,
+    code: LeaseLostCode,
     readonly status: number,
     message: string,
   ) {
-    super(message);
+    super(code, message);
   }
 }
 
 /** A call the keeper cannot make at all (bad endpoint URL or lease). */
-export class LeaseKeeperUsageError extends Error {
+export class LeaseKeeperUsageError extends SandboxSessionsError<'invalid_argument'> {
   override readonly name = 'LeaseKeeperUsageError';
-  readonly code = 'invalid_argument';
+  readonly service = 'lease';
+  constructor(message: string) {
+    super('invalid_argument', message);
+  }
 }
 
 const LOST_CODES: Record<number, LeaseLostCode> = { 401: 'unauthenticated', 403: 'forbidden', 404: 'not_found', 409: 'not_ready' };

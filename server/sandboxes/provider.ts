@@ -1,6 +1,9 @@
-// Where sandboxes come from. Every provider offers the same operations on Runs — list, create,
-// get, open (endpoint + token), terminate, download artifacts, watch — and differs only in where
-// the Runs live (the local gateway's Runs API, or the Kubernetes API for kruntimes).
+// Where sandboxes come from: the contract the rest of the server (RPC, CLI, MCP, activation, sessions)
+// uses. Every provider offers the same operations — list, create, get, open (endpoint + token),
+// terminate, download artifacts, watch. A substrate whose sandboxes are Runs (the local gateway's Runs
+// API, the Kubernetes API for kruntimes) gets them from the one provider core (runProvider.ts) over its
+// RunStore; a substrate without Run objects implements this interface itself, describing each sandbox
+// in the Run shape `get` returns, and serving its data plane through the same access API.
 import type { Run, TerminationMode } from '../../protocol/kruntimes/run';
 import type { RunLogQuery } from '../../protocol/kruntimes/runtimedLog';
 import type {
@@ -12,6 +15,7 @@ import type {
   SandboxRef,
   SandboxSummary,
 } from '../../protocol/sandboxes';
+import { SandboxSessionsError } from '../../protocol/errors';
 
 export interface WorkOptions {
   signal?: AbortSignal;
@@ -35,12 +39,15 @@ export interface SandboxProvider {
   /**
    * The sandbox's root as a directory of this machine, when the provider keeps it here (the local runtime), so
    * activations, saves and opens of revisions can move a session in or snapshot it in place instead of making one
-   * gateway call per file. Undefined when it lives elsewhere.
+   * gateway call per file. Undefined when it lives elsewhere. Only while the sandbox is Ready, unless `access` is
+   * 'read' (a caller that only reads, e.g. search): then also while it is Finalizing (Drain: reads still allowed).
    */
-  hostDirectory?(ref: SandboxRef): Promise<string | undefined>;
+  hostDirectory?(ref: SandboxRef, access?: 'read' | 'write'): Promise<string | undefined>;
   /** Stops holding the sandbox's session lease (the sandbox keeps running); false when none was held. */
   release(ref: SandboxRef): Promise<boolean>;
   terminate(ref: SandboxRef, mode: TerminationMode, options: WorkOptions & { wait: boolean; timeoutMs?: number }): Promise<SandboxSummary>;
+  /** Sets (string) or removes (null) labels of the sandbox's Run, leaving the others; e.g. a grant to agents. */
+  patchLabels(ref: SandboxRef, labels: Record<string, string | null>): Promise<SandboxSummary>;
   delete(ref: SandboxRef): Promise<void>;
   downloadArtifacts(
     ref: SandboxRef,
@@ -49,7 +56,7 @@ export interface SandboxProvider {
   ): Promise<DownloadedArtifact[]>;
   /**
    * runtimed's log of the sandbox's Run, read like `kubectl logs`: `onLine` per line; with `follow`, resolves once
-   * the Run's log ends or `signal` aborts. Absent where the provider cannot read it yet (kruntimes).
+   * the Run's log ends or `signal` aborts. Absent where the provider cannot read it.
    */
   logs?(ref: SandboxRef, query: RunLogQuery, onLine: (line: string) => void, signal?: AbortSignal): Promise<void>;
   /** Calls `listener` on every phase change until the returned function is called. */
@@ -58,27 +65,26 @@ export interface SandboxProvider {
    * answering (the local daemon exited or is back) — never before it answered once.
    */
   watch(listener: (change: SandboxChange) => void, onGateway?: (state: { reachable: boolean; message?: string }) => void): () => void;
+  /** Where the local runtime's `opensandbox` backend finds OpenSandbox (local provider only). */
+  configureOpenSandbox?(conn: { domain?: string; apiKey?: string; credentials?: Record<string, string> }): Promise<void>;
   /** Stops what the provider keeps running (lease heartbeats, port-forwards, watches). */
   dispose(): Promise<void>;
 }
 
-export class SandboxError extends Error {
+export type SandboxErrorCode =
+  | 'sandbox_not_found'
+  | 'provider_unavailable'
+  | 'sandbox_wait_timeout'
+  | 'artifact_invalid'
+  | 'run_state'
+  | 'invalid_destination'
+  | 'invalid_spec'
+  | 'cluster_unauthorized'
+  | 'cluster_forbidden'
+  | 'cluster_conflict'
+  | 'port_forward_failed';
+
+export class SandboxError extends SandboxSessionsError<SandboxErrorCode> {
   override readonly name = 'SandboxError';
-  constructor(
-    readonly code:
-      | 'sandbox_not_found'
-      | 'provider_unavailable'
-      | 'sandbox_wait_timeout'
-      | 'artifact_invalid'
-      | 'run_state'
-      | 'invalid_destination'
-      | 'invalid_spec'
-      | 'cluster_unauthorized'
-      | 'cluster_forbidden'
-      | 'cluster_conflict'
-      | 'port_forward_failed',
-    message: string,
-  ) {
-    super(message);
-  }
+  readonly service = 'sandbox';
 }

@@ -1,8 +1,9 @@
 // The session Run a sandbox spec asks for — the same body for the local runtime and for
 // kruntimes: `spec.runtime`, `mode.session` with its timeouts, `timeout`, `env` values and
-// `artifactInputs`, and a generated `sbx-` name unless the caller chose one.
+// `artifactInputs`, the caller's labels, and a generated `sbx-` name unless the caller chose one.
 import { RUN_API_VERSION, RUN_KIND, type Run } from '../../protocol/kruntimes/run';
 import type { SandboxCreateSpec } from '../../protocol/sandboxes';
+import { openSandboxAnnotations } from './opensandbox/runSettings';
 
 export const CREATED_BY_LABEL = 'app.kubernetes.io/created-by';
 
@@ -18,7 +19,9 @@ export function sessionRunBody(spec: SandboxCreateSpec): Run {
     metadata: {
       ...(spec.name ? { name: spec.name } : { generateName: 'sbx-' }),
       namespace: spec.namespace,
-      labels: { [CREATED_BY_LABEL]: 'sandbox-sessions' },
+      labels: { ...spec.labels, [CREATED_BY_LABEL]: 'sandbox-sessions' },
+      // The opensandbox backend's settings travel as annotations (opensandbox/runSettings.ts).
+      ...(spec.opensandbox ? { annotations: openSandboxAnnotations(spec.opensandbox) } : {}),
     },
     spec: {
       runtime: spec.runtime,

@@ -1,5 +1,6 @@
 // Turns a Run into the summary views show: phase, the reason and message of its latest
-// condition, timeouts, termination and artifacts.
+// condition, timeouts, termination and artifacts, and whether agents created it or may use it.
+import { isCreatedByAgent, isGrantedToAgents } from '../../protocol/agentAccess';
 import type { Run } from '../../protocol/kruntimes/run';
 import { type ProviderKind, sandboxKey, type SandboxRef, type SandboxSummary } from '../../protocol/sandboxes';
 
@@ -26,5 +27,7 @@ export function summarizeRun(provider: ProviderKind, context: string, run: Run):
   if (run.spec.timeout) s.timeout = run.spec.timeout;
   if (run.spec.termination?.mode) s.terminationMode = run.spec.termination.mode;
   if (run.status?.artifactRefs?.length) s.artifacts = run.status.artifactRefs;
+  if (isCreatedByAgent(run.metadata)) s.createdByAgent = true;
+  if (isGrantedToAgents(run.metadata)) s.grantedToAgents = true;
   return s;
 }

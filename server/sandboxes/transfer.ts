@@ -12,6 +12,7 @@ import path from 'node:path';
 import posix from 'node:path/posix';
 import { GatewayLimits } from '../../protocol/kruntimes/gateway';
 import type { GatewayClient } from '../../protocol/kruntimes/gatewayClient';
+import { SandboxSessionsError } from '../../protocol/errors';
 
 export interface TransferOptions {
   signal?: AbortSignal;
@@ -25,14 +26,11 @@ export interface TransferResult {
   bytes: number;
 }
 
-export class TransferError extends Error {
+export type TransferErrorCode = 'transfer_failed' | 'unsupported_entry' | 'unsafe_path';
+
+export class TransferError extends SandboxSessionsError<TransferErrorCode> {
   override readonly name = 'TransferError';
-  constructor(
-    readonly code: 'transfer_failed' | 'unsupported_entry' | 'unsafe_path',
-    message: string,
-  ) {
-    super(message);
-  }
+  readonly service = 'transfer';
 }
 
 const CHUNK = 512 * 1024;
@@ -144,6 +142,26 @@ export async function uploadTree(client: GatewayClient, localDir: string, remote
     await runChecked(client, ['chmod', '+x', '--', ...executables.slice(i, i + ARGV_BATCH)], 'chmod', signal);
   }
   return { files: files.length, directories: directories.length, bytes: total };
+}
+
+/** Copies one local file into the sandbox at `remote` (its parent must exist): one call, or parts joined with a sha256 check. */
+export async function uploadFile(client: GatewayClient, file: string, remote: string, options: { signal?: AbortSignal } = {}): Promise<void> {
+  const { size } = await fsp.stat(file);
+  if (size <= GatewayLimits.maxWriteBytes) await client.writeFile(remote, await fsp.readFile(file), { createParents: false }, { signal: options.signal });
+  else await uploadLarge(client, file, remote, options.signal);
+}
+
+/** Copies the sandbox's file `remote` of `size` bytes to `target` (which must not exist). */
+export async function downloadFile(client: GatewayClient, remote: string, target: string, size: number, options: { signal?: AbortSignal } = {}): Promise<void> {
+  const { signal } = options;
+  const first = await client.read(remote, { maxBytes: GatewayLimits.maxReadBytes }, { signal });
+  if (!first.truncated) {
+    if (first.contents.length !== size) throw new TransferError('transfer_failed', `${remote} changed while it was copied (${first.contents.length} of ${size} bytes)`);
+    await fsp.writeFile(target, first.contents, { flag: 'wx', mode: 0o600 });
+    return;
+  }
+  const ranged = (await client.status({ signal })).capabilities?.rangedReads === true;
+  await downloadLarge(client, remote, target, size, ranged, signal);
 }
 
 async function uploadLarge(client: GatewayClient, file: string, remote: string, signal?: AbortSignal): Promise<void> {

@@ -11,6 +11,7 @@ import zlib from 'node:zlib';
 import { DEFAULT_PEOPLE_LIMITS } from '../../protocol/bundle';
 import { materializeSessionCheckpointV1 } from '../repository/checkpoint';
 import type { SessionRepository } from '../repository/contract';
+import { SandboxSessionsError } from '../../protocol/errors';
 
 export interface RevisionEntry {
   name: string;
@@ -31,14 +32,9 @@ export interface RevisionIndex {
   children: Map<string, RevisionEntry[]>;
 }
 
-export class RevisionBrowseError extends Error {
+export class RevisionBrowseError extends SandboxSessionsError<'object_not_found' | 'integrity_mismatch'> {
   override readonly name = 'RevisionBrowseError';
-  constructor(
-    readonly code: 'object_not_found' | 'integrity_mismatch',
-    message: string,
-  ) {
-    super(message);
-  }
+  readonly service = 'sessions';
 }
 
 const BLOCK = 512;

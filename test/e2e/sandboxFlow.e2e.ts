@@ -160,14 +160,16 @@ for (const { api: gatewayApi, flow } of MODES) {
       const started = Date.now();
       await wb.typeInTerminal(sleep);
       const running = await operation(sleep, (r) => r.state === 'running');
-      assert.ok(liveGroupMembers(running.kill.pgid).length > 0, 'the sleep runs in the sandbox');
+      const pgid = running.kill?.pgid;
+      assert.ok(pgid !== undefined, 'a local command records its process group');
+      assert.ok(liveGroupMembers(pgid).length > 0, 'the sleep runs in the sandbox');
       await page.keyboard.press('Control+C');
       await wb.waitForTerminalText(/\[cancelled\]/, 15_000);
       // Not just the screen: the sandbox cancelled the command, and nothing of it is left.
       const ended = await operation(sleep, (r) => r.state !== 'running');
       assert.equal(ended.outcome, 'cancelled', JSON.stringify(ended));
       // The daemon reports a cancelled command only once nothing of its process group runs.
-    assert.deepEqual(liveGroupMembers(running.kill.pgid), [], `processes of group ${running.kill.pgid} (${sleep}) still run`);
+    assert.deepEqual(liveGroupMembers(pgid), [], `processes of group ${pgid} (${sleep}) still run`);
       assert.ok(Date.now() - started < 20_000);
       await wb.typeInTerminal('printf report > "$KRUNTIME_ARTIFACTS_DIR/report.txt"');
       assert.equal((await operation('printf report', (r) => r.state !== 'running')).outcome, 'succeeded');
@@ -191,28 +193,7 @@ for (const { api: gatewayApi, flow } of MODES) {
       fs.mkdirSync(downloads, { recursive: true });
       await wb.runCommand('Sandbox Sessions: Close Sandbox (Drain)');
       await wb.notificationButton(/e2e-sbx closed with 1 artifact/, 'Download Artifacts…');
-      // VS Code's simple file dialog (code-server): type the folder, accept it.
-      const input = page.locator('.quick-input-widget input.input');
-      await input.waitFor({ state: 'visible' });
-      // The dialog fills in its default folder once it has read it: type ours only after that.
-      for (let i = 0; i < 100 && !(await input.inputValue()).startsWith('/'); i++) await page.waitForTimeout(100);
-      // Type the folder as a person does (select all, type); the dialog completes paths as you type,
-      // so re-type until it shows exactly our folder.
-      for (let attempt = 0; attempt < 5 && (await input.inputValue()) !== `${downloads}/`; attempt++) {
-        await input.click();
-        await page.keyboard.press('Control+A');
-        await page.keyboard.type(`${downloads}/`, { delay: 10 });
-        await page.waitForTimeout(700);
-      }
-      assert.equal(await input.inputValue(), `${downloads}/`);
-      await wb.screenshot('download-dialog');
-      // Accept: the dialog may first settle on the folder it was given (Enter), then take the button.
-      const dialog = page.locator('.quick-input-widget');
-      for (let attempt = 0; attempt < 6 && (await input.isVisible()); attempt++) {
-        if (attempt % 2 === 0) await dialog.getByRole('button', { name: 'Download Here' }).click().catch(() => undefined);
-        else await input.press('Enter').catch(() => undefined);
-        await page.waitForTimeout(1000);
-      }
+      await wb.chooseFolderInDialog(downloads, 'Download Here', 'download-dialog');
       await wb.waitForNotification(/Downloaded 1 verified artifact/);
       await wb.screenshot('downloaded');
       const file = path.join(downloads, 'e2e-sbx', 'report.txt');

@@ -94,9 +94,9 @@ export class Workbench {
     return this.page.locator('.explorer-folders-view .monaco-list-row', { hasText: name }).first();
   }
 
-  /** The visible text of the active terminal (DOM renderer: gpuAcceleration is off). */
+  /** The visible text of the active terminal (DOM renderer: gpuAcceleration is off; with several terminals, the shown one). */
   async terminalText(): Promise<string> {
-    return (await this.page.locator('.terminal-wrapper.active .xterm-rows').innerText().catch(() => '')).replace(/\u00a0/g, ' ');
+    return (await this.page.locator('.terminal-wrapper.active .xterm-rows >> visible=true').first().innerText().catch(() => '')).replace(/\u00a0/g, ' ');
   }
 
   async waitForTerminalText(pattern: RegExp, timeout = 30_000): Promise<string> {
@@ -109,8 +109,34 @@ export class Workbench {
     }
   }
 
+  /**
+   * VS Code's simple folder dialog (code-server): types `folder` as a person does (select all,
+   * type; the dialog completes paths as you type, so re-typed until it shows exactly that), then
+   * accepts it with `button` (or Enter, while the dialog first settles on the folder).
+   */
+  async chooseFolderInDialog(folder: string, button: string, screenshot?: string): Promise<void> {
+    const input = this.page.locator('.quick-input-widget input.input');
+    await input.waitFor({ state: 'visible' });
+    // The dialog fills in its default folder once it has read it: type ours only after that.
+    for (let i = 0; i < 100 && !(await input.inputValue()).startsWith('/'); i++) await this.page.waitForTimeout(100);
+    for (let attempt = 0; attempt < 5 && (await input.inputValue()) !== `${folder}/`; attempt++) {
+      await input.click();
+      await this.page.keyboard.press('Control+A');
+      await this.page.keyboard.type(`${folder}/`, { delay: 10 });
+      await this.page.waitForTimeout(700);
+    }
+    if ((await input.inputValue()) !== `${folder}/`) throw new Error(`the folder dialog shows ${await input.inputValue()}, not ${folder}/`);
+    if (screenshot) await this.screenshot(screenshot);
+    const dialog = this.page.locator('.quick-input-widget');
+    for (let attempt = 0; attempt < 6 && (await input.isVisible()); attempt++) {
+      if (attempt % 2 === 0) await dialog.getByRole('button', { name: button }).click().catch(() => undefined);
+      else await input.press('Enter').catch(() => undefined);
+      await this.page.waitForTimeout(1000);
+    }
+  }
+
   async typeInTerminal(line: string): Promise<void> {
-    await this.page.locator('.terminal-wrapper.active .xterm').click();
+    await this.page.locator('.terminal-wrapper.active .xterm >> visible=true').first().click();
     await this.page.keyboard.type(line, { delay: 5 });
     await this.page.keyboard.press('Enter');
   }

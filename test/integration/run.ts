@@ -16,6 +16,7 @@ import { chromium } from 'playwright-core';
 import { z } from 'zod';
 import { CHROMIUM_ARGS, REPO_ROOT, startCodeServer } from '../../scripts/vscodeHost';
 import { type ClusterSimulator, startClusterSimulator } from '../fixtures/cluster/simulator';
+import { startOpenSandboxSimulator } from '../fixtures/opensandbox/simulator';
 
 // Per run (several runs may share a checkout); inside the repository so the suite finds its mocha.
 fs.mkdirSync(path.join(REPO_ROOT, '.test-tmp'), { recursive: true });
@@ -78,6 +79,10 @@ function mergedKubeconfig(dir: string, eraD: ClusterSimulator, eraC: ClusterSimu
 }
 
 async function main(): Promise<number> {
+  // As on a person's machine: a PYTHONUNBUFFERED set here (some machines and CI images set it)
+  // would pass to the sandboxes and hide that, with no tty, Python holds a server's "Serving HTTP
+  // on …" line in its buffer — what the Sandbox terminal's own PYTHONUNBUFFERED=1 is for (ports.test.ts).
+  delete process.env.PYTHONUNBUFFERED;
   const files = await buildAll();
   console.log(`integration suite: ${files.filter((f) => f !== 'index').join(', ')}`);
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'sandbox-sessions-it-'));
@@ -88,6 +93,9 @@ async function main(): Promise<number> {
   const cluster = await startClusterSimulator({ dir: path.join(work, 'cluster'), era: 'D', runtimes: [{ namespace: 'default', name: 'bash' }] });
   const clusterEraC = await startClusterSimulator({ dir: path.join(work, 'cluster-era-c'), era: 'C', runtimes: [{ namespace: 'default', name: 'bash' }] });
   const kubeconfig = mergedKubeconfig(work, cluster, clusterEraC);
+  // An OpenSandbox SIMULATOR (test/fixtures/opensandbox): the suite configures it the way a person
+  // does (the domain setting, the API key through "Set OpenSandbox API Key…"), so only the test sees these.
+  const openSandbox = await startOpenSandboxSimulator();
   const server = await startCodeServer({
     workDir: work,
     extraArgs: ['--vscode-option', 'enable-smoke-test-driver'],
@@ -99,6 +107,8 @@ async function main(): Promise<number> {
       // `npm run test:integration -- --grep <pattern>` runs only the matching tests.
       ...(grepPattern() !== undefined ? { SANDBOX_SESSIONS_IT_GREP: grepPattern() } : {}),
       KUBECONFIG: kubeconfig,
+      SANDBOX_SESSIONS_IT_OPENSANDBOX_DOMAIN: openSandbox.url,
+      SANDBOX_SESSIONS_IT_OPENSANDBOX_KEY: openSandbox.apiKey ?? '',
       // Activations run the deterministic test agent (Maka's CLI contract) instead of `maka activate`.
       SANDBOX_SESSIONS_ACTIVATION_COMMAND: JSON.stringify([process.execPath, path.join(REPO_ROOT, 'test/fixtures/agent/agent.mts'), 'activate']),
     },
@@ -140,6 +150,7 @@ async function main(): Promise<number> {
     await browser.close().catch(() => undefined);
     await server.stop();
     fs.rmSync(SUITE_OUT, { recursive: true, force: true });
+    await openSandbox.close().catch((err: unknown) => console.error(`stopping the OpenSandbox simulator: ${String(err)}`));
     for (const c of [cluster, clusterEraC]) {
       await c.stop().catch((err: unknown) => console.error(`stopping the era-${c.era} cluster simulator: ${String(err)}`));
     }

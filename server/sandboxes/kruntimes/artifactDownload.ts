@@ -32,7 +32,7 @@ export interface ArtifactDownloadOptions {
   ref: ArtifactRef;
   /** An absolute directory; created when missing. */
   destinationDir: string;
-  /** Also unpack a directory artifact (`<name>.tar.gz`) into `<destinationDir>/<name>/`. */
+  /** Unpack a directory artifact into `<destinationDir>/<name>/` instead of keeping `<name>.tar.gz`. */
   unpack: boolean;
   signal?: AbortSignal;
   /** Bytes of this artifact received and written so far. */
@@ -119,7 +119,7 @@ function message(decoded: DecodedDownloadResponse, options: ArtifactDownloadOpti
 /**
  * Downloads one artifact into `destinationDir`, verified against the ref's size and digest (the
  * file appears only once verified; nothing is left on failure or abort), and unpacks a directory
- * artifact when asked (an archive the unpacker refuses is removed again). An existing file of the
+ * artifact when asked, in place of its archive (which is removed, also when the unpacker refuses it). An existing file of the
  * same name is replaced, like an earlier unpacked tree.
  */
 export async function downloadArtifact(options: ArtifactDownloadOptions): Promise<DownloadedArtifact> {
@@ -193,13 +193,10 @@ export async function downloadArtifact(options: ArtifactDownloadOptions): Promis
   const result: DownloadedArtifact = { name: ref.name, path: target, type: ref.type, sizeBytes: ref.sizeBytes, digest: ref.digest };
   if (options.unpack && ref.type === 'directory') {
     const dir = path.join(options.destinationDir, ref.name);
-    try {
-      await unpackTarGz(target, dir, signal);
-    } catch (err) {
-      // All or nothing: an archive that may not be unpacked is not kept either.
-      await fsp.rm(target, { force: true });
-      throw err;
-    }
+    // The archive is consumed (removed once unpacked, or when refused: all or nothing): the folder
+    // artifact arrives once, as the folder.
+    await unpackTarGz(target, dir, signal);
+    result.path = dir;
     result.unpackedTo = dir;
   }
   return result;

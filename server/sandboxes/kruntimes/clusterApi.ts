@@ -107,6 +107,17 @@ export class ClusterApi {
     return RunSchema.parse(body);
   }
 
+  /** A JSON merge patch of `metadata.labels` (null removes a label), as `kubectl label` sends it. */
+  async patchLabels(namespace: string, name: string, labels: Record<string, string | null>): Promise<Run> {
+    const body = await this.call(`label Run ${namespace}/${name}`, () =>
+      this.custom.patchNamespacedCustomObject(
+        { group: RUN_GROUP, version: RUN_VERSION, plural: RUN_PLURAL, namespace, name, body: { metadata: { labels } } },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      ),
+    );
+    return RunSchema.parse(body);
+  }
+
   async deleteRun(namespace: string, name: string): Promise<void> {
     await this.call(`delete Run ${namespace}/${name}`, () =>
       this.custom.deleteNamespacedCustomObject({ group: RUN_GROUP, version: RUN_VERSION, plural: RUN_PLURAL, namespace, name }),

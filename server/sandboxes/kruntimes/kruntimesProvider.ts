@@ -1,36 +1,30 @@
 // The kruntimes provider: sandboxes are session Runs on Kubernetes, reached through
 // `@kubernetes/client-node` with the user's kubeconfig (contexts, namespaces, exec plugins,
-// client certificates, in-cluster). It creates a Run — with the lifetime fields the cluster's Run
-// CRD has (sessionLifetime.ts: no idle timeout on era D, a lease and a total timeout instead) —
-// and watches it to Ready, opens it only after
-// the SDK checks, reaches the Console or gateway through a port-forward that keeps the endpoint
-// path, holds the session lease with `operations:ws` heartbeats, terminates with a merge patch
-// of `spec.termination`, and downloads exported artifacts from runtimed's ArtifactService.
+// client certificates, in-cluster). The lifecycle is the provider core's (runProvider.ts) over one
+// Kubernetes RunStore per context (kubeRunStore.ts); this file keeps what is the cluster's: it
+// creates Runs with the lifetime fields the cluster's Run CRD has (sessionLifetime.ts: no idle
+// timeout on era D, a lease and a total timeout instead), reaches the Console or gateway through a
+// port-forward that keeps the endpoint path, and downloads exported artifacts from runtimed's
+// ArtifactService, and reads runtimed's log of a Run from its assigned Pod (runLogs.ts); the core
+// holds the session lease and terminates with a merge patch.
 import type { KubeConfig } from '@kubernetes/client-node';
 import { RUNTIMED_ARTIFACT_PORT } from '../../../protocol/kruntimes/artifactService';
 import { GatewayClient } from '../../../protocol/kruntimes/gatewayClient';
-import {
-  checkTerminationTransition,
-  isSessionRun,
-  isTerminalPhase,
-  type Run,
-  RunStateError,
-  RunStateMessages,
-  sessionEndpoint,
-  type TerminationMode,
-} from '../../../protocol/kruntimes/run';
-import type { DownloadedArtifact, ProviderInfo, SandboxConnection, SandboxCreateSpec, SandboxRef, SandboxSummary } from '../../../protocol/sandboxes';
-import { sandboxKey } from '../../../protocol/sandboxes';
+import { type ArtifactRef, isSessionRun, type Run, type RunEndpoint } from '../../../protocol/kruntimes/run';
+import type { RunLogQuery } from '../../../protocol/kruntimes/runtimedLog';
+import type { DownloadedArtifact, ProviderInfo, SandboxConnection, SandboxCreateSpec, SandboxRef } from '../../../protocol/sandboxes';
 import type { Logger } from '../../log';
-import { type SandboxChange, SandboxError, type SandboxProvider, type WorkOptions } from '../provider';
-import { SandboxLeases } from '../sandboxLeases';
+import { type SandboxChange, SandboxError } from '../provider';
+import { type ArtifactFetchOptions, RunProvider, type RunPlace, type RunSubstrate } from '../runProvider';
 import { sessionRunBody } from '../sessionRunBody';
 import { summarizeRun } from '../summary';
 import { downloadArtifacts } from './artifactDownload';
 import { ClusterApi } from './clusterApi';
 import { reachEndpoint } from './endpointAccess';
+import { KubeRunStore } from './kubeRunStore';
 import { bearerToken, configForContext, contextNamespace, kubeconfigStamp, loadKubeConfig, type LoadedKubeConfig } from './kubeconfig';
 import { pickReadyPod, PortForwarder } from './portForwarder';
+import { readRunLog } from './runLogs';
 import { RunWatch } from './runWatch';
 import { learnSessionFields, SESSION_FIELDS_CACHE_MS, type SessionFieldSupport, specForCluster } from './sessionLifetime';
 
@@ -42,29 +36,29 @@ export interface KruntimesProviderOptions {
   serviceAccountRoot?: string;
 }
 
-interface ContextClients {
+/** One kubeconfig context: its client config, its API and the store of its Runs. */
+interface ContextPlace extends RunPlace {
   config: KubeConfig;
   api: ClusterApi;
+  defaultNamespace: string;
 }
 
-export class KruntimesSandboxProvider implements SandboxProvider {
+class KruntimesSubstrate implements RunSubstrate {
   readonly kind = 'kruntimes' as const;
+  readonly readyTimeoutMs = 120_000;
+  readonly waitProgress = 'each phase' as const;
   private loaded: LoadedKubeConfig | undefined;
   private loadedStamp: string | undefined;
-  private readonly clients = new Map<string, ContextClients>();
+  private readonly contexts = new Map<string, ContextPlace>();
   private readonly forwarders = new Map<string, Promise<PortForwarder>>();
   private readonly watches = new Map<string, RunWatch>();
   private readonly listeners = new Set<(change: SandboxChange) => void>();
   /** Per context: which session lifetime fields its Run CRD has, and since when that is known. */
   private readonly sessionFields = new Map<string, { at: number; support: Promise<SessionFieldSupport> }>();
 
-  private readonly leases: SandboxLeases;
+  constructor(private readonly options: KruntimesProviderOptions) {}
 
-  constructor(private readonly options: KruntimesProviderOptions) {
-    this.leases = new SandboxLeases(options.log);
-  }
-
-  private get log(): Logger {
+  get log(): Logger {
     return this.options.log;
   }
 
@@ -75,7 +69,7 @@ export class KruntimesSandboxProvider implements SandboxProvider {
       // First use, or the files changed (a context added, a token refreshed): read them again.
       this.loaded = loadKubeConfig(env, this.options.serviceAccountRoot);
       this.loadedStamp = stamp;
-      this.clients.clear();
+      this.contexts.clear();
       this.sessionFields.clear();
     }
     if (!this.loaded) {
@@ -84,32 +78,24 @@ export class KruntimesSandboxProvider implements SandboxProvider {
     return this.loaded;
   }
 
-  private contextName(context?: string): string {
-    const kc = this.kubeconfig().config;
-    const name = context ?? kc.getCurrentContext();
-    if (!name) throw new SandboxError('provider_unavailable', `kubeconfig ${this.kubeconfig().source} has no current context; name one`);
-    return name;
-  }
-
-  private context(context?: string): ContextClients & { name: string } {
-    const name = this.contextName(context);
-    let c = this.clients.get(name);
+  /** The place of `context` (the kubeconfig's current one when undefined); an unknown context is `sandbox_not_found`. */
+  place(context?: string): ContextPlace {
+    const loaded = this.kubeconfig();
+    const name = context ?? loaded.config.getCurrentContext();
+    if (!name) throw new SandboxError('provider_unavailable', `kubeconfig ${loaded.source} has no current context; name one`);
+    let c = this.contexts.get(name);
     if (!c) {
-      const loaded = this.kubeconfig();
       let config: KubeConfig;
       try {
         config = loaded.inCluster ? loaded.config : configForContext(loaded.config, name);
       } catch (err) {
         throw new SandboxError('sandbox_not_found', (err as Error).message);
       }
-      c = { config, api: new ClusterApi(config, name) };
-      this.clients.set(name, c);
+      const api = new ClusterApi(config, name);
+      c = { context: name, config, api, store: new KubeRunStore(config, api, this.log), defaultNamespace: contextNamespace(config, name) };
+      this.contexts.set(name, c);
     }
-    return { ...c, name };
-  }
-
-  private summarize(context: string, run: Run): SandboxSummary {
-    return summarizeRun('kruntimes', context, run);
+    return c;
   }
 
   async info(): Promise<ProviderInfo> {
@@ -125,7 +111,7 @@ export class KruntimesSandboxProvider implements SandboxProvider {
         const namespace = contextNamespace(loaded.config, name);
         const base = { name, namespace, current: name === loaded.config.getCurrentContext() };
         try {
-          const listed = await withTimeout(this.context(name).api.listNamespaces(), 3000);
+          const listed = await withTimeout(this.place(name).api.listNamespaces(), 3000);
           return { ...base, namespaces: listed.length > 0 ? listed : [namespace] };
         } catch {
           return { ...base, namespaces: [namespace] }; // no `list namespaces` right, or unreachable
@@ -135,8 +121,8 @@ export class KruntimesSandboxProvider implements SandboxProvider {
     let runtimes: ProviderInfo['runtimes'] = [];
     let reason: string | undefined;
     try {
-      const current = this.context();
-      const list = await withTimeout(current.api.listRuntimes(contextNamespace(current.config, current.name)), 3000);
+      const current = this.place();
+      const list = await withTimeout(current.api.listRuntimes(current.defaultNamespace), 3000);
       runtimes = list.map((r) => ({ name: r.metadata.name, isolation: 'a kruntimes Runtime Pod', available: true }));
     } catch (err) {
       reason = (err as Error).message;
@@ -151,100 +137,37 @@ export class KruntimesSandboxProvider implements SandboxProvider {
     };
   }
 
-  async list(filter: { context?: string; namespace?: string }): Promise<SandboxSummary[]> {
-    const ctx = this.context(filter.context);
-    const namespace = filter.namespace ?? contextNamespace(ctx.config, ctx.name);
-    const { items } = await ctx.api.listRuns(namespace);
-    if (this.listeners.size > 0) this.follow(ctx.name, namespace);
-    return items.filter(isSessionRun).map((r) => this.summarize(ctx.name, r));
+  creatingMessage(spec: SandboxCreateSpec, place: RunPlace): string {
+    return `creating a ${spec.runtime} session Run in ${place.context}/${spec.namespace}`;
   }
 
-  async create(spec: SandboxCreateSpec, options: WorkOptions & { waitForReady: boolean; timeoutMs?: number }): Promise<SandboxSummary> {
-    const ctx = this.context(spec.context);
-    options.progress?.('creating', `creating a ${spec.runtime} session Run in ${ctx.name}/${spec.namespace}`);
-    const support = await this.sessionFieldsOf(ctx, spec);
+  /** Without idle timeouts on this cluster (era D), a lease and a total timeout instead (sessionLifetime.ts). */
+  async fitSpec(spec: SandboxCreateSpec, place: RunPlace): Promise<SandboxCreateSpec> {
+    const support = await this.sessionFieldsOf(this.place(place.context), spec);
     const fitted = specForCluster(spec, support);
-    for (const note of fitted.notes) this.log.info(note, { context: ctx.name, learnedFrom: support.learnedFrom });
-    const created = await ctx.api.createRun(spec.namespace, sessionRunBody(fitted.spec));
-    const name = created.metadata.name ?? '';
-    if (!options.waitForReady) return this.summarize(ctx.name, created);
-    const ready = await this.waitFor(ctx, spec.namespace, name, (r) => r.status?.phase === 'Ready', options.timeoutMs ?? 120_000, options);
-    if (ready.status?.phase !== 'Ready') {
-      throw new SandboxError('run_state', `${RunStateMessages.terminalBeforeReady}: ${name} is ${ready.status?.phase ?? 'unknown'}${ready.status?.message ? ` (${ready.status.message})` : ''}`);
-    }
-    return this.summarize(ctx.name, ready);
+    for (const note of fitted.notes) this.log.info(note, { context: place.context, learnedFrom: support.learnedFrom });
+    return fitted.spec;
   }
 
   /** What the context's Run CRD has (cached; a failed answer is not kept). */
-  private sessionFieldsOf(ctx: ContextClients & { name: string }, spec: SandboxCreateSpec): Promise<SessionFieldSupport> {
-    const cached = this.sessionFields.get(ctx.name);
+  private sessionFieldsOf(ctx: ContextPlace, spec: SandboxCreateSpec): Promise<SessionFieldSupport> {
+    const cached = this.sessionFields.get(ctx.context);
     if (cached && Date.now() - cached.at < SESSION_FIELDS_CACHE_MS) return cached.support;
     const support = learnSessionFields(ctx.api, spec.namespace, sessionRunBody(spec));
     const entry = { at: Date.now(), support };
-    this.sessionFields.set(ctx.name, entry);
+    this.sessionFields.set(ctx.context, entry);
     support.catch(() => {
-      if (this.sessionFields.get(ctx.name) === entry) this.sessionFields.delete(ctx.name);
+      if (this.sessionFields.get(ctx.context) === entry) this.sessionFields.delete(ctx.context);
     });
     return support;
   }
 
-  /**
-   * Follows one Run through a reconnecting watch until `done` holds or it is terminal, reporting
-   * every phase it passes through.
-   */
-  private waitFor(ctx: ContextClients & { name: string }, namespace: string, name: string, done: (run: Run) => boolean, timeoutMs: number, options: WorkOptions): Promise<Run> {
-    return new Promise<Run>((resolve, reject) => {
-      let lastPhase: string | undefined;
-      let lastError: Error | undefined;
-      const finish = (fn: () => void): void => {
-        clearTimeout(timer);
-        options.signal?.removeEventListener('abort', onAbort);
-        watch.stop();
-        fn();
-      };
-      const watch = new RunWatch(ctx.config, ctx.api, {
-        namespace,
-        name,
-        log: this.log,
-        onError: (err) => (lastError = err),
-        onEvent: ({ type, run }) => {
-          if (type === 'DELETED') return finish(() => reject(new SandboxError('sandbox_not_found', `${namespace}/${name} was deleted while waiting for it`)));
-          const phase = run.status?.phase ?? 'Pending';
-          if (phase !== lastPhase) {
-            lastPhase = phase;
-            options.progress?.('waiting', `${name}: ${phase}${run.status?.message ? ` — ${run.status.message}` : ''}`);
-          }
-          if (done(run) || isTerminalPhase(run.status?.phase)) finish(() => resolve(run));
-        },
-      });
-      const timer = setTimeout(
-        () =>
-          finish(() =>
-            reject(new SandboxError('sandbox_wait_timeout', `${namespace}/${name} is still ${lastPhase ?? 'Pending'} after ${Math.round(timeoutMs / 1000)} s${lastError ? ` (watch: ${lastError.message})` : ''}`)),
-          ),
-        timeoutMs,
-      );
-      const onAbort = (): void => finish(() => reject(options.signal?.reason ?? new Error('aborted')));
-      if (options.signal?.aborted) return onAbort();
-      options.signal?.addEventListener('abort', onAbort, { once: true });
-      watch.start().catch((err: unknown) => finish(() => reject(err)));
-    });
-  }
-
-  async get(ref: SandboxRef): Promise<{ sandbox: SandboxSummary; run: Run }> {
-    const ctx = this.context(ref.context);
-    const run = await ctx.api.getRun(ref.namespace, ref.name);
-    return { sandbox: this.summarize(ctx.name, run), run };
-  }
-
-  async open(ref: SandboxRef): Promise<SandboxConnection> {
-    const ctx = this.context(ref.context);
-    const run = await ctx.api.getRun(ref.namespace, ref.name);
-    if (!isSessionRun(run)) throw new RunStateError(RunStateMessages.notSession, { namespace: ref.namespace, name: ref.name, phase: run.status?.phase });
-    const endpoint = sessionEndpoint(run); // the SDK checks: Ready, a parseable URL, `sessions/<uid>`
+  /** The user's bearer token, the endpoint reached (directly in-cluster, else a port-forward), one status call. */
+  async connect(place: RunPlace, _run: Run, endpoint: RunEndpoint): Promise<SandboxConnection> {
+    const ctx = this.place(place.context);
     const token = await bearerToken(ctx.config);
     if (!token) {
-      throw new SandboxError('cluster_unauthorized', `the user of context ${ctx.name} has no bearer token; the Runtime access API needs one (use a token, an exec plugin or a service account rather than a client certificate)`);
+      throw new SandboxError('cluster_unauthorized', `the user of context ${ctx.context} has no bearer token; the Runtime access API needs one (use a token, an exec plugin or a service account rather than a client certificate)`);
     }
     const reached = await reachEndpoint(endpoint, { api: ctx.api, config: ctx.config, inCluster: this.kubeconfig().inCluster, forward: (target) => this.forwarder(ctx, target) });
     const connection: SandboxConnection = { endpoint: { url: reached.url, ...(endpoint.caBundle ? { caBundle: endpoint.caBundle } : {}) }, token, ...(reached.tls ? { tls: reached.tls } : {}) };
@@ -255,12 +178,12 @@ export class KruntimesSandboxProvider implements SandboxProvider {
     } finally {
       await client.close();
     }
-    return this.leases.hold(ref, connection, run.spec.mode.session?.leaseTimeoutSeconds);
+    return connection;
   }
 
   /** A started forwarder to `target`, shared by every caller for the provider's lifetime. */
-  private forwarder(ctx: ContextClients & { name: string }, target: { namespace: string; pod: string; port: number }): Promise<PortForwarder> {
-    const key = `${ctx.name}/${target.namespace}/${target.pod}:${target.port}`;
+  private forwarder(ctx: ContextPlace, target: { namespace: string; pod: string; port: number }): Promise<PortForwarder> {
+    const key = `${ctx.context}/${target.namespace}/${target.pod}:${target.port}`;
     let f = this.forwarders.get(key);
     if (!f) {
       const pf = new PortForwarder(ctx.config, target, this.log);
@@ -271,68 +194,21 @@ export class KruntimesSandboxProvider implements SandboxProvider {
     return f;
   }
 
-  release(ref: SandboxRef): Promise<boolean> {
-    return this.leases.release(ref);
-  }
-
-  async terminate(ref: SandboxRef, mode: TerminationMode, options: WorkOptions & { wait: boolean; timeoutMs?: number }): Promise<SandboxSummary> {
-    const ctx = this.context(ref.context);
-    const run = await ctx.api.getRun(ref.namespace, ref.name);
-    // Refused here before the API server refuses it (the CEL rule is the same).
-    const rule = checkTerminationTransition(run.spec.termination?.mode, mode);
-    if (!rule.ok) throw new RunStateError(rule.message, { namespace: ref.namespace, name: ref.name, phase: run.status?.phase });
-    options.progress?.(mode === 'Drain' ? 'draining' : 'cancelling', `${mode === 'Drain' ? 'Draining' : 'Cancelling'} ${ref.name}`);
-    let latest = run;
-    if (run.spec.termination?.mode !== mode && !isTerminalPhase(run.status?.phase)) latest = await ctx.api.patchTermination(ref.namespace, ref.name, mode);
-    if (!options.wait) return this.summarize(ctx.name, latest);
-    const done = await this.waitFor(ctx, ref.namespace, ref.name, () => false, options.timeoutMs ?? 10 * 60_000, options);
-    await this.leases.release(ref);
-    const expected = mode === 'Drain' ? 'Succeeded' : 'Cancelled';
-    if (done.status?.phase !== expected) {
-      const phase = done.status?.phase ?? 'unknown';
-      throw new SandboxError('run_state', `${mode === 'Drain' ? RunStateMessages.didNotClose(phase) : RunStateMessages.didNotCancel(phase)}${done.status?.message ? ` (${done.status.message})` : ''}`);
-    }
-    return this.summarize(ctx.name, done);
-  }
-
-  async delete(ref: SandboxRef): Promise<void> {
-    const ctx = this.context(ref.context);
-    await this.leases.release(ref);
-    await ctx.api.deleteRun(ref.namespace, ref.name);
-    // Finalizers keep a deleted Run until the controller cleaned up; wait (bounded) until it is gone.
-    const deadline = Date.now() + 30_000;
-    while (Date.now() < deadline) {
-      try {
-        await ctx.api.getRun(ref.namespace, ref.name);
-      } catch (err) {
-        if (err instanceof SandboxError && err.code === 'sandbox_not_found') return;
-        throw err;
-      }
-      await new Promise((r) => setTimeout(r, 200));
-    }
-    this.log.warn('Run still present 30 s after deletion (finalizers pending)', { sandbox: sandboxKey(ref) });
-  }
-
-  async downloadArtifacts(ref: SandboxRef, destination: string, options: WorkOptions & { names?: string[]; unpack: boolean }): Promise<DownloadedArtifact[]> {
-    const ctx = this.context(ref.context);
-    const run = await ctx.api.getRun(ref.namespace, ref.name);
-    const refs = (run.status?.artifactRefs ?? []).filter((a) => !options.names || options.names.includes(a.name));
-    if (options.names) {
-      const missing = options.names.filter((n) => !refs.some((a) => a.name === n));
-      if (missing.length) throw new SandboxError('sandbox_not_found', `${ref.name} has no artifact named ${missing.join(', ')}`);
-    }
+  /** As `krt artifact download`: runtimed's port 9093 on a Ready Pod of the Runtime, the assigned one first. */
+  async fetchArtifacts(place: RunPlace, run: Run, refs: ArtifactRef[], destination: string, options: ArtifactFetchOptions): Promise<DownloadedArtifact[]> {
     if (refs.length === 0) return [];
-    // As `krt artifact download`: runtimed's port 9093 on a Ready Pod of the Runtime, the assigned one first.
-    const pods = await ctx.api.listPods(ref.namespace, `runtime=${run.spec.runtime}`);
+    const ctx = this.place(place.context);
+    const namespace = run.metadata.namespace ?? ctx.defaultNamespace;
+    const pods = await ctx.api.listPods(namespace, `runtime=${run.spec.runtime}`);
     const pod = pickReadyPod(pods, run.status?.assignedPod);
-    if (!pod?.metadata?.name) throw new SandboxError('provider_unavailable', `Runtime ${run.spec.runtime} has no Ready Pod in ${ref.namespace} to download artifacts from`);
-    const target = { namespace: ref.namespace, pod: pod.metadata.name, port: RUNTIMED_ARTIFACT_PORT };
+    if (!pod?.metadata?.name) throw new SandboxError('provider_unavailable', `Runtime ${run.spec.runtime} has no Ready Pod in ${namespace} to download artifacts from`);
+    const target = { namespace, pod: pod.metadata.name, port: RUNTIMED_ARTIFACT_PORT };
     const forwarder = this.kubeconfig().inCluster ? undefined : await this.forwarder(ctx, target);
     const address = forwarder ? `127.0.0.1:${forwarder.localPort}` : `${pod.status?.podIP ?? ''}:${RUNTIMED_ARTIFACT_PORT}`;
     return downloadArtifacts({
       address,
-      namespace: ref.namespace,
-      runName: ref.name,
+      namespace,
+      runName: run.metadata.name ?? '',
       refs,
       destinationDir: destination,
       unpack: options.unpack,
@@ -354,17 +230,22 @@ export class KruntimesSandboxProvider implements SandboxProvider {
     };
   }
 
+  /** While someone watches, a namespace someone listed is followed (one watch per context and namespace). */
+  onListed(place: RunPlace, namespace: string): void {
+    if (this.listeners.size > 0) this.follow(place.context, namespace);
+  }
+
   /** Starts (once) a watch of the session Runs of `namespace` in `context` for the listeners. */
   private follow(context: string, namespace: string): void {
     const key = `${context}/${namespace}`;
     if (this.watches.has(key)) return;
-    const ctx = this.context(context);
+    const ctx = this.place(context);
     const w = new RunWatch(ctx.config, ctx.api, {
       namespace,
       log: this.log,
       onEvent: ({ type, run }) => {
         if (!isSessionRun(run)) return;
-        for (const l of this.listeners) l({ sandbox: this.summarize(context, run), removed: type === 'DELETED' });
+        for (const l of this.listeners) l({ sandbox: summarizeRun('kruntimes', context, run), removed: type === 'DELETED' });
       },
     });
     this.watches.set(key, w);
@@ -377,10 +258,33 @@ export class KruntimesSandboxProvider implements SandboxProvider {
   async dispose(): Promise<void> {
     for (const w of this.watches.values()) w.stop();
     this.watches.clear();
-    await this.leases.dispose();
     const forwarders = await Promise.allSettled([...this.forwarders.values()]);
     this.forwarders.clear();
     await Promise.all(forwarders.map((f) => (f.status === 'fulfilled' ? f.value.close() : undefined)));
+  }
+}
+
+export class KruntimesSandboxProvider extends RunProvider {
+  private readonly cluster: KruntimesSubstrate;
+
+  constructor(options: KruntimesProviderOptions) {
+    const cluster = new KruntimesSubstrate(options);
+    super(cluster);
+    this.cluster = cluster;
+  }
+
+  /**
+   * The client config and API of `context` (the kubeconfig's current one when undefined), from the
+   * kubeconfig this provider reads (its `env`), for what reaches the cluster beside it (port forwarding).
+   */
+  clusterOf(context?: string): { config: KubeConfig; api: ClusterApi } {
+    const { config, api } = this.cluster.place(context);
+    return { config, api };
+  }
+
+  /** runtimed's log of the sandbox's Run, from its assigned Pod, filtered to it (runLogs.ts; SandboxProvider.logs). */
+  logs(ref: SandboxRef, query: RunLogQuery, onLine: (line: string) => void, signal?: AbortSignal): Promise<void> {
+    return readRunLog(this.cluster.place(ref.context), ref, query, onLine, signal);
   }
 }
 

@@ -7,6 +7,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
+import { SandboxSessionsError } from '../../../protocol/errors';
 
 export interface LoadedKubeConfig {
   config: KubeConfig;
@@ -15,10 +16,11 @@ export interface LoadedKubeConfig {
   inCluster: boolean;
 }
 
-export class KubeConfigError extends Error {
+export class KubeConfigError extends SandboxSessionsError<'kubeconfig_invalid'> {
   override readonly name = 'KubeConfigError';
+  readonly service = 'cluster';
   constructor(message: string) {
-    super(message);
+    super('kubeconfig_invalid', message);
   }
 }
 

@@ -80,7 +80,8 @@ export class PortForwarder {
     }
   }
 
-  async start(): Promise<number> {
+  /** Listens on 127.0.0.1:`localPort` (a free port when 0) once one forward has been opened and closed. */
+  async start(localPort = 0): Promise<number> {
     // One forward opened and closed before listening: a refusal is reported here, in words.
     const probeIn = new PassThrough();
     const probe = await this.open(new PassThrough(), probeIn, new PassThrough());
@@ -89,7 +90,7 @@ export class PortForwarder {
     this.server = server;
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
-      server.listen(0, '127.0.0.1', () => resolve());
+      server.listen(localPort, '127.0.0.1', () => resolve());
     });
     this.localPort = (server.address() as net.AddressInfo).port;
     return this.localPort;

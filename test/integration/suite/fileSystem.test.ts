@@ -104,8 +104,8 @@ describe('sandbox: file system', () => {
     const otherUri = (p: string) => vscode.Uri.from({ scheme: 'sandbox', authority: other.key, path: `/${p}` });
     await vscode.workspace.fs.writeFile(otherUri('keep.txt'), text('keep'));
     const client = await exported.registry.connection(other.key)!.client();
-    const running = client.runCommand({ argv: ['sleep', '3'] });
-    await new Promise((r) => setTimeout(r, 300));
+    const running = client.runCommand({ shell: ': > drain-started; sleep 3' });
+    await until(() => client.read('drain-started').then(() => true, () => false), 'the command to start');
     await exported.companion.request('sandboxes/terminate', { ref: other.ref, mode: 'Drain', wait: false });
     await until(() => exported.registry.summary(other.key)?.phase === 'Finalizing', 'the Finalizing phase');
     const stat = await vscode.workspace.fs.stat(otherUri('keep.txt'));

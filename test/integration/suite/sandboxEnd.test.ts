@@ -23,6 +23,8 @@ async function failure(p: Thenable<unknown>): Promise<string> {
 }
 
 describe('the end of a sandbox, and its names', () => {
+  after(() => vscode.workspace.getConfiguration('files').update('autoSave', undefined, vscode.ConfigurationTarget.Global));
+
   it('after Drain: the open editor refuses typing, a save is refused in words, the terminal says the sandbox is closed', async () => {
     const sandbox = await newLocalSandbox();
     const file = sandboxUri(sandbox.key, 'notes.txt');
@@ -32,6 +34,8 @@ describe('the end of a sandbox, and its names', () => {
     const terminal = await vscode.commands.executeCommand<vscode.Terminal>('sandboxSessions.openTerminal', sandbox.key);
     const screen = async () => plain((await api()).terminalTranscript(terminal) ?? '');
     await until(async () => (await screen()).includes(`${sandbox.ref.name}:/$ `), 'the prompt');
+    const client = await (await api()).registry.connection(sandbox.key)!.client();
+    await client.runCommand({ shell: 'printf never > never-read.txt' });
 
     const closed = await vscode.commands.executeCommand<SandboxSummary | undefined>('sandboxSessions.closeSandbox', sandbox.key);
     assert.equal(closed?.phase, 'Succeeded');
@@ -51,17 +55,52 @@ describe('the end of a sandbox, and its names', () => {
     const write = await failure(vscode.workspace.fs.writeFile(file, text('changed\n')));
     assert.match(write, new RegExp(`${sandbox.ref.name} is closed \\(Succeeded\\): its files are read-only`));
     assert.match(write, /Download its artifacts, or open a new sandbox/);
-    const read = await failure(vscode.workspace.fs.readFile(file));
+    // The open file reads as this window last had it; one it never read cannot be read any more.
+    assert.equal(new TextDecoder().decode(await vscode.workspace.fs.readFile(file)), 'kept\n');
+    const read = await failure(vscode.workspace.fs.readFile(sandboxUri(sandbox.key, 'never-read.txt')));
     assert.match(read, new RegExp(`${sandbox.ref.name} is closed \\(Succeeded\\)`));
     for (const message of [write, read]) assert.doesNotMatch(message, /CompanionRequestError|GatewayError|not ready|\{"/);
 
     const before = (await screen()).length;
     terminal.sendText('ls', true);
-    await until(async () => (await screen()).slice(before).includes(`${sandbox.ref.name}:/$ `), 'the next prompt');
+    // The next prompt: on a line after the command's (the typed line is redrawn with the prompt first).
+    await until(async () => (await screen()).slice(before).split('\n').slice(1).join('\n').includes(`${sandbox.ref.name}:/$ `), 'the next prompt');
     const said = (await screen()).slice(before);
     assert.match(said, new RegExp(`${sandbox.ref.name} is closed \\(Succeeded\\): its files are read-only and it runs no commands`));
     assert.doesNotMatch(said, /not ready/i);
     terminal.dispose();
+    await vscode.commands.executeCommand('workbench.action.closeAllEditors');
+  });
+
+  it('File: Revert of an editor with unsaved edits of a drained sandbox restores its saved text, read-only', async () => {
+    // The browser-served VS Code saves after 1 s by default (files.autoSave: afterDelay); the edit must
+    // still be unsaved when the sandbox closes, as with the desktop's default (off).
+    await vscode.workspace.getConfiguration('files').update('autoSave', 'off', vscode.ConfigurationTarget.Global);
+    const sandbox = await newLocalSandbox();
+    const file = sandboxUri(sandbox.key, 'revert-me.txt');
+    await vscode.workspace.fs.writeFile(file, text('saved\n'));
+    const doc = await vscode.workspace.openTextDocument(file);
+    const editor = await vscode.window.showTextDocument(doc);
+    assert.ok(await editor.edit((e) => e.insert(new vscode.Position(1, 0), 'unsaved\n')), 'the edit applies while the sandbox is Ready');
+    assert.equal(doc.isDirty, true);
+
+    const closed = await vscode.commands.executeCommand<SandboxSummary | undefined>('sandboxSessions.closeSandbox', sandbox.key);
+    assert.equal(closed?.phase, 'Succeeded');
+    assert.equal((await vscode.workspace.fs.stat(file)).permissions, vscode.FilePermission.Readonly);
+
+    // VS Code re-reads the file; a failing read ended in "Illegal state: service accessor is only valid…".
+    await vscode.window.showTextDocument(doc);
+    assert.equal(vscode.window.activeTextEditor?.document, doc);
+    await vscode.commands.executeCommand('workbench.action.files.revert');
+    assert.equal(doc.getText(), 'saved\n');
+    assert.equal(doc.isDirty, false);
+    // Still read-only: typing changes nothing.
+    await until(async () => {
+      await vscode.commands.executeCommand('type', { text: 'x' });
+      const refused = doc.getText() === 'saved\n';
+      if (!refused) await vscode.commands.executeCommand('undo');
+      return refused;
+    }, 'the reverted editor to refuse typing');
     await vscode.commands.executeCommand('workbench.action.closeAllEditors');
   });
 

@@ -1,10 +1,20 @@
 // The Sandbox terminal in a real VS Code: keystrokes in (sendText feeds the Pseudoterminal's
 // handleInput), the terminal's screen out: a command, a failing exit code, cd, and Ctrl+C
-// stopping `sleep 60`.
+// stopping `sleep 60` (the process itself, not just the screen).
 import assert from 'node:assert/strict';
 import * as vscode from 'vscode';
 import type { SandboxSummary } from '../../../protocol/sandboxes';
 import { api, newLocalSandbox, plain, sandboxTask, until } from './helpers';
+
+/** Whether a process of this machine exists (signal 0 sends nothing). */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
 
 describe('Sandbox terminal', () => {
   let sandbox: SandboxSummary;
@@ -52,15 +62,22 @@ describe('Sandbox terminal', () => {
     await until(async () => (await screen()).endsWith(`${sandbox.ref.name}:/deep$ `), 'cd ..');
   });
 
-  it('stops `sleep 60` on Ctrl+C', async () => {
+  it('stops `sleep 60` on Ctrl+C: the prompt comes back and the sandbox process is gone', async () => {
+    typeLine('cd /');
+    await until(async () => (await screen()).endsWith(`${sandbox.ref.name}:/$ `), 'the root prompt');
+    const client = await (await api()).registry.connection(sandbox.key)!.client();
     const prompts = await promptCount();
     const started = Date.now();
-    typeLine('sleep 60');
-    await new Promise((r) => setTimeout(r, 700));
+    typeLine("sh -c 'echo $$ > ctrlc.pid; exec sleep 60'");
+    // Ctrl+C once the command runs: it has written its pid (the `process` runtime runs it on this machine).
+    let pid = 0;
+    const pidOf = async () => Number((await client.read('ctrlc.pid').catch(() => undefined))?.contents.toString('utf8').trim() || 0);
+    await until(async () => (pid = await pidOf()) > 1 && alive(pid), 'the command to start');
     terminal.sendText('\x03', false);
     await until(async () => (await promptCount()) > prompts, 'the prompt after Ctrl+C', 10_000);
     assert.ok(Date.now() - started < 10_000, 'well before 60 s');
     assert.match(await screen(), /\^C\r\n\[cancelled\]/);
+    await until(() => !alive(pid), `the sandbox's sleep (pid ${pid}) to end`, 5_000);
     // The sandbox is usable right after.
     const after = await promptCount();
     typeLine('echo still-here');

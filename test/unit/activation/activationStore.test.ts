@@ -9,6 +9,7 @@ import type { SessionRepository } from '../../../server/repository/contract';
 import { openFileSessionRepository, STATE_FILE } from '../../../server/repository/fileRepository';
 import { type AdapterHarness, fileHarness, postgresHarness } from '../../fixtures/repository/harness';
 import { type PostgresServer, startPostgres } from '../../fixtures/postgres';
+import { clockPast } from '../../fixtures/clock';
 
 const DIGEST_A = `sha256:${'a'.repeat(64)}`;
 const DIGEST_B = `sha256:${'b'.repeat(64)}`;
@@ -52,7 +53,8 @@ function storeSuite(makeHarness: () => AdapterHarness): void {
     assert.equal(retry.record.error, undefined);
     // t1 no longer owns it: its updates are refused.
     assert.equal(await repo.activations.update('s', 'a1', t1, (r) => r), undefined);
-    await new Promise((r) => setTimeout(r, 10));
+    // t2's 1 ms claim expires as the clock passes its expiresAt.
+    await clockPast(Date.parse(retry.record.owner?.expiresAt ?? ''));
     const t3 = newOwnerToken();
     const takeover = await repo.activations.claim({ sessionId: 's', activationId: 'a1', requestDigest: DIGEST_A, token: t3, ttlMs: 60_000 });
     assert.equal(takeover.kind, 'claimed', 'an expired owner is taken over');
@@ -82,7 +84,8 @@ function storeSuite(makeHarness: () => AdapterHarness): void {
     assert.equal(b.acquired, false);
     assert.equal(b.acquired ? undefined : b.holder.activationId, 'a1');
     assert.deepEqual(await repo.activations.heartbeat({ sessionId: 's', activationId: 'a1', token: t1, ttlMs: 1, lease: true }), { activation: false, lease: true });
-    await new Promise((r) => setTimeout(r, 10));
+    // The 1 ms lease expires as the clock passes its expiresAt.
+    await clockPast(Date.parse((await repo.activations.getLease('s'))?.owner.expiresAt ?? ''));
     const c = await repo.activations.acquireLease({ sessionId: 's', activationId: 'a2', token: t2, ttlMs: 60_000 });
     assert.equal(c.acquired, true, 'an expired lease is taken over');
     assert.deepEqual(await repo.activations.heartbeat({ sessionId: 's', activationId: 'a1', token: t1, ttlMs: 60_000, lease: true }), { activation: false, lease: false });

@@ -13,6 +13,7 @@ import { hydrateSessionBundle } from '../../../server/bundle';
 import { materializeSessionCheckpointV1 } from '../../../server/repository/checkpoint';
 import { DEFAULT_PEOPLE_LIMITS } from '../../../protocol/bundle';
 import { type ActivationWorld, createActivationWorld, message } from '../../fixtures/activation/harness';
+import { clockPast } from '../../fixtures/clock';
 
 async function checkoutTree(world: ActivationWorld, sessionId: string, revision?: string): Promise<string> {
   const rev = revision ? await world.repo.checkoutExact({ sessionId, revision }) : await world.repo.checkoutCurrent(sessionId);
@@ -56,7 +57,8 @@ describe('activation runner (real local gateway, fresh sandboxes)', function () 
     );
     assert.equal(response(first).turn, 1);
     assert.deepEqual(await sandboxNames(world), [], 'the first sandbox is gone');
-    assert.deepEqual(phases, ['admission', 'checkout', 'sandbox', 'hydrate', 'agent', 'download', 'snapshot', 'pack', 'commit', 'done', 'cleanup']);
+    // The agent has exited: the sandbox's directory is packed in place, without a snapshot copy.
+    assert.deepEqual(phases, ['admission', 'checkout', 'sandbox', 'hydrate', 'agent', 'download', 'pack', 'commit', 'done', 'cleanup']);
 
     const second = await runner.run(message('e2e', 'a2', 'again'));
     assert.equal(second.commit, 'committed');
@@ -101,13 +103,14 @@ describe('activation runner (real local gateway, fresh sandboxes)', function () 
       const onProgress = (phase: string, text?: string): void => void (phase === 'hydrate' && how.push(text ?? ''));
       assert.equal((await runner.run(message('paths', 'p1', 'by directory'), { onProgress })).commit, 'committed');
       assert.equal(placed.length, 1, 'the local sandbox offered its directory');
-      assert.deepEqual(how, ["moving the session into the sandbox's directory"]);
+      assert.deepEqual(how, ["hydrating the session in the sandbox's directory"]);
       assert.ok(!fs.existsSync(placed[0] as string), 'the sandbox (and its directory) is gone afterwards');
 
       provider.hostDirectory = async () => undefined; // as for a sandbox on a cluster
       const second = await runner.run(message('paths', 'p2', 'by gateway'), { onProgress });
       assert.equal(second.commit, 'committed');
-      assert.deepEqual(how.slice(1), ['copying the session into the sandbox, file by file']);
+      // No directory here: the image has tar and zstd, so the bundle goes in as one file, unpacked by tar.
+      assert.deepEqual(how.slice(1), ['uploading the session bundle as one file and unpacking it with tar in the sandbox']);
       assert.deepEqual(response(second).history, ['by directory'], 'the turn placed by directory reached the gateway-fed turn');
 
       provider.hostDirectory = original;
@@ -269,7 +272,8 @@ describe('activation runner (real local gateway, fresh sandboxes)', function () 
       const outcome = { protocol: 'maka.activation', schemaVersion: 1, type: 'outcome', activationId, cloudSessionId: 'pend', status: 'completed', response: `from the dead ${activationId}` };
       await world.repo.activations.update('pend', activationId, token, (r) => ({ ...r, state: 'committing', pending, outcome }));
       if (alsoCommit) await world.repo.commit({ sessionId: 'pend', expectedRevision, checkpoint: head.checkpoint, lastCommittedActivationId: activationId, commitId: pending.commitId });
-      await new Promise((r) => setTimeout(r, 5));
+      // The dead owner's 1 ms claim expires as the clock passes its expiresAt: then a retry may take over.
+      await clockPast(Date.parse((await world.repo.activations.get('pend', activationId))?.owner?.expiresAt ?? ''));
     };
     // Died after the CAS, before marking the outcome committed.
     await leave('p1', 'one', 'r1', true);

@@ -105,6 +105,7 @@ describe('bundle/hydrate + cleanup', () => {
 
     writeFileSync(lock, JSON.stringify({ pid: process.pid, startTime: processStartTime(process.pid), bootId: null }), { mode: 0o600 });
     let released = false;
+    // The live owner (another process, played by this timer) releases its lock later: an action, not a wait.
     setTimeout(() => {
       released = true;
       renameSync(lock, join(tmp.path, 'released.lock'));

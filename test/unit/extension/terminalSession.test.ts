@@ -1,17 +1,23 @@
 // The Sandbox terminal's behaviour against a loopback gateway: live output, exit codes, cd,
-// Ctrl+C cancelling the running operation, the unary fallback, and errors in words.
+// Ctrl+C cancelling the running operation, the unary fallback, and errors in words; and, against
+// a real local gateway, that Ctrl+C ends the sandbox's process (seen in /proc), not just the screen.
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import net from 'node:net';
 import { TerminalSession } from '../../../extension/terminal/terminalSession';
 import { FixedConnection } from '../../fixtures/fakeConnection';
 import { ReplayGateway, type ReceivedRequest } from '../../fixtures/replayGateway';
+import { readyRun, startTestGateway, type TestGateway } from '../gateway/harness';
 
 // eslint-disable-next-line no-control-regex -- terminal input is control characters
 const strip = (s: string) => s.replace(/\x1b\[[0-9;]*[A-Za-z]/g, '');
 const b64 = (s: string) => Buffer.from(s).toString('base64');
-const until = async (cond: () => boolean, what: string) => {
+/** Waits (bounded, 5 s) for `cond`, running `refresh` (e.g. a read of the sandbox) before each check. */
+const until = async (cond: () => boolean, what: string, refresh?: () => Promise<void>) => {
   const deadline = Date.now() + 5000;
-  while (!cond()) {
+  for (;;) {
+    await refresh?.();
+    if (cond()) return;
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 10));
   }
@@ -23,6 +29,7 @@ describe('sandbox terminal session', () => {
   let screen: string;
   let closedWith: number | undefined;
   let finished: string[];
+  let accepted: string[];
   let session: TerminalSession;
 
   before(async () => {
@@ -38,11 +45,13 @@ describe('sandbox terminal session', () => {
     screen = '';
     closedWith = undefined;
     finished = [];
+    accepted = [];
     session = new TerminalSession({
       connection,
       write: (d) => (screen += d),
       close: (c) => (closedWith = c),
       onCommandFinished: (cwd) => finished.push(cwd),
+      onCommandStarted: () => ({ accepted: (id) => accepted.push(id), output: () => undefined, finished: () => undefined }),
       showIntroduction: true,
     });
     session.open();
@@ -72,7 +81,8 @@ describe('sandbox terminal session', () => {
     await until(() => finished.length === 1, 'command end');
     const text = strip(screen);
     assert.match(text, /one\r\ntwo\r\noops\r\n\[exit 3\]\r\n/);
-    assert.deepEqual(JSON.parse(gateway.received[0]!.body), { command: { shell: 'ls; false' } });
+    // PYTHONUNBUFFERED: without a tty, Python would hold a server's "Serving HTTP on …" line in its buffer.
+    assert.deepEqual(JSON.parse(gateway.received[0]!.body), { command: { shell: 'ls; false', env: { PYTHONUNBUFFERED: '1' } } });
     assert.match(text, /sbx:\/\$ $/);
   });
 
@@ -87,7 +97,7 @@ describe('sandbox terminal session', () => {
     assert.match(gateway.received[0]!.url, /files\?path=src%2Flib&limit=1$/);
     session.handleInput('pwd\r');
     await until(() => finished.length === 1, 'command end');
-    assert.deepEqual(JSON.parse(gateway.received[1]!.body), { command: { shell: 'pwd', workingDirectory: 'src/lib' } });
+    assert.deepEqual(JSON.parse(gateway.received[1]!.body), { command: { shell: 'pwd', workingDirectory: 'src/lib', env: { PYTHONUNBUFFERED: '1' } } });
     assert.deepEqual(finished, ['src/lib']);
   });
 
@@ -109,11 +119,51 @@ describe('sandbox terminal session', () => {
     });
     session.handleInput('sleep 60\r');
     await until(() => gateway.received.length === 1, 'stream start');
-    await new Promise((r) => setTimeout(r, 50));
+    await until(() => accepted.includes('op-sleep'), 'the accepted event (the operation id Ctrl+C cancels)');
     session.handleInput('\x03');
     await until(() => finished.length === 1, 'cancel');
     assert.match(strip(screen), /\^C\r\n\[cancelled\]\r\n/);
     await until(() => gateway.received.some((r) => r.url.endsWith('/operations/op-sleep:cancel')), 'explicit cancel');
+  });
+
+  it('keeps keys typed while a command runs and replays them at the next prompt, where Tab completes', async () => {
+    let first: import('node:http').ServerResponse | undefined;
+    gateway.respondWith((req, res) => {
+      if (req.url.includes('/files?')) return { status: 200, body: '{"entries":[{"path":"src","directory":true}],"nextPageToken":""}\n' };
+      if (first === undefined) {
+        first = res;
+        res.writeHead(200, { 'content-type': 'application/x-ndjson; charset=utf-8' });
+        res.write(JSON.stringify({ sequence: 1, type: 'accepted', accepted: { operationID: 'op-cat' } }) + '\n');
+        return 'handled';
+      }
+      return streamOf({ type: 'accepted', accepted: { operationID: 'op-ls' } }, { type: 'completed', completed: { command: { exitCode: 0 } } });
+    });
+    session.handleInput('cat big\r');
+    await until(() => accepted.includes('op-cat'), 'the first command running');
+    // Typed ahead, key by key, before the first command ended (its output may already be on screen).
+    for (const key of 'ls sr\t') session.handleInput(key);
+    assert.equal(gateway.received.length, 1, 'nothing typed ahead runs or lists while the command runs');
+    first?.end(JSON.stringify({ sequence: 2, type: 'completed', completed: { command: { exitCode: 0 } } }) + '\n');
+    await until(() => strip(screen).endsWith('sbx:/$ ls src/'), 'the typed-ahead line, completed at the new prompt');
+    session.handleInput('\r');
+    await until(() => finished.length === 2, 'the second command');
+    assert.equal(JSON.parse(gateway.received.at(-1)!.body).command.shell, 'ls src/');
+  });
+
+  it('drops what was typed ahead when Ctrl+C cancels the command, as a terminal does', async () => {
+    gateway.respondWith((req, res) => {
+      if (req.url.endsWith(':cancel')) return { status: 200, body: '{"result":"cancelled"}\n' };
+      res.writeHead(200, { 'content-type': 'application/x-ndjson; charset=utf-8' });
+      res.write(JSON.stringify({ sequence: 1, type: 'accepted', accepted: { operationID: 'op-sleep2' } }) + '\n');
+      return 'handled';
+    });
+    session.handleInput('sleep 60\r');
+    await until(() => accepted.includes('op-sleep2'), 'the command running');
+    session.handleInput('rm -rf build\r');
+    session.handleInput('\x03');
+    await until(() => finished.length === 1, 'cancel');
+    await until(() => strip(screen).endsWith('sbx:/$ '), 'an empty prompt');
+    assert.equal(gateway.received.filter((r) => !r.url.endsWith(':cancel')).length, 1, 'the typed-ahead command never ran');
   });
 
   it('falls back to operations:execute where streaming does not exist', async () => {
@@ -197,6 +247,58 @@ describe('sandbox terminal session after the gateway moved (daemon restarted)', 
       await stale.close();
       await fresh.close();
       await gateway.stop();
+    }
+  });
+});
+
+/** Whether a pid still runs (a zombie runs nothing). */
+function alive(pid: number): boolean {
+  try {
+    return !/\) Z /.test(fs.readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return false;
+  }
+}
+
+describe('sandbox terminal session against a real local gateway', function () {
+  this.timeout(30_000);
+  let t: TestGateway;
+  let connection: FixedConnection | undefined;
+  before(async () => {
+    t = await startTestGateway();
+  });
+  after(async () => {
+    // Here, not in the test: a connection whose cancel is still in flight closes only when it is answered.
+    await connection?.close();
+    await t.cleanup();
+  });
+
+  it('Ctrl+C ends the sandbox process of `sleep 60`, and the terminal is usable after', async () => {
+    const { P } = await readyRun(t.gw);
+    connection = new FixedConnection(t.gw.url + P, t.gw.token, 'sbx', { cancel: true });
+    const client = await connection.client();
+    let screen = '';
+    let finished = 0;
+    const session = new TerminalSession({ connection, write: (d) => (screen += d), close: () => undefined, onCommandFinished: () => (finished += 1), showIntroduction: false });
+    try {
+      session.open();
+      const started = Date.now();
+      // The process runtime runs the command on this machine: it writes its pid, then becomes `sleep 60`.
+      session.handleInput("sh -c 'echo $$ > ctrlc.pid; exec sleep 60'\r");
+      let pid = 0;
+      const pidOf = async () => Number((await client.read('ctrlc.pid').catch(() => undefined))?.contents.toString('utf8').trim() || 0);
+      await until(() => pid > 1 && alive(pid), 'the command to start', async () => void (pid = await pidOf()));
+      session.handleInput('\x03');
+      await until(() => finished === 1, 'the command to end on Ctrl+C');
+      assert.match(strip(screen), /\^C\r\n\[cancelled\]\r\n/);
+      // Not just the screen: the sandbox's process is gone (the gateway answers a cancel once its group is gone).
+      await until(() => !alive(pid), `the sandbox's sleep (pid ${pid}) to end`);
+      assert.ok(Date.now() - started < 10_000, 'well before 60 s');
+      session.handleInput('echo still-here\r');
+      await until(() => finished === 2, 'the next command');
+      assert.match(strip(screen), /still-here\r\n/);
+    } finally {
+      session.close();
     }
   });
 });

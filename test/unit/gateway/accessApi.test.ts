@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { GatewayMessages } from '../../../protocol/kruntimes/gateway';
 import type { Run } from '../../../protocol/kruntimes/run';
+import { clockPast } from '../../fixtures/clock';
 import { b64, call, createRun, patchTermination, readyRun, startTestGateway, waitCommandRunning, waitPhase, type TestGateway } from './harness';
 
 const err = (message: string): string => JSON.stringify({ error: message }) + '\n';
@@ -153,7 +154,7 @@ describe('local gateway: access API details', function () {
     await call(t.gw, 'GET', `${P}/files`);
     const s2 = (await call(t.gw, 'GET', P)).text.match(/"lastActivityUnixNano":(\d+)/)?.[1];
     assert.equal(s1, s2);
-    await new Promise((r) => setTimeout(r, 5));
+    await clockPast(Date.now()); // a new activity stamp needs the clock to have moved
     await exec({ command: { argv: ['true'] } });
     const s3 = (await call(t.gw, 'GET', P)).text.match(/"lastActivityUnixNano":(\d+)/)?.[1];
     assert.ok(BigInt(s3 ?? '0') > BigInt(s2 ?? '0'));

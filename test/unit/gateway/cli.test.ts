@@ -92,7 +92,7 @@ describe('CLI: sandbox and doctor', function () {
     const code = await runDoctorCommand(['--json', '--state-dir', stateDir], { stdout: out.stream, stderr: sink().stream });
     assert.equal(code, 0);
     const checks = (JSON.parse(out.text()) as { checks: Array<{ name: string; ok: boolean; detail: string }> }).checks;
-    assert.deepEqual(checks.map((c) => c.name), ['node', 'state directory', 'local gateway', 'kruntimes', 'backend process', 'backend bubblewrap']);
+    assert.deepEqual(checks.map((c) => c.name), ['node', 'state directory', 'local gateway', 'kruntimes', 'backend process', 'backend bubblewrap', 'backend opensandbox']);
     assert.equal(checks.find((c) => c.name === 'backend process')?.ok, true);
     const missing = await new BubblewrapBackend('/nonexistent/bwrap').probe();
     assert.deepEqual(missing, { ok: false, reason: '/nonexistent/bwrap is not installed (Debian/Ubuntu: apt-get install bubblewrap)' });

@@ -12,25 +12,7 @@ import { call, b64, patchTermination, readyRun, runsPath, startTestGateway, wait
 import type { Run } from '../../../protocol/kruntimes/run';
 import { runSandboxCommand } from '../../../server/cli/sandbox';
 import { captureIo } from '../../fixtures/cliCapture';
-
-const AUDIT_KEYS = [
-  'run_uid',
-  'assigned_pod_uid',
-  'run_name',
-  'namespace',
-  'runtime',
-  'pod',
-  'stream',
-  'message',
-  'operation',
-  'outcome',
-  'status_code',
-  'exit_code',
-  'timed_out',
-  'duration_milliseconds',
-];
-
-type Line = Record<string, unknown>;
+import { assertAuditShape, assertEveryKindAndOutcome, audits, type Line, outcomeOf, runEveryKindAndOutcome } from '../../fixtures/runtimedAudit';
 
 function logPath(run: Run, query = ''): string {
   return `${runsPath(run.metadata.namespace, run.metadata.name)}/log${query ? `?${query}` : ''}`;
@@ -40,29 +22,6 @@ async function logLines(t: TestGateway, run: Run, query = ''): Promise<Line[]> {
   const r = await call(t.gw, 'GET', logPath(run, query));
   assert.equal(r.status, 200, r.text);
   return r.text.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as Line);
-}
-
-const audits = (lines: Line[]): Line[] => lines.filter((l) => l.stream === 'audit');
-
-/** The audit line's keys are upstream's, in upstream's order, and only those. */
-function assertAuditShape(line: Line, run: Run): void {
-  const keys = Object.keys(line);
-  assert.deepEqual(keys, AUDIT_KEYS.filter((k) => keys.includes(k)), `keys in runtimed's order: ${keys.join(',')}`);
-  assert.equal(line.run_uid, run.metadata.uid);
-  assert.equal(line.assigned_pod_uid, run.status?.assignedPodUID);
-  assert.equal(line.run_name, run.metadata.name);
-  assert.equal(line.namespace, run.metadata.namespace);
-  assert.equal(line.runtime, 'process');
-  assert.equal(line.pod, run.status?.assignedPod);
-  assert.equal(line.message, 'session operation completed');
-  assert.ok(!('timestamp' in line) && !('time' in line), 'no timestamp inside the JSON');
-  if ('duration_milliseconds' in line) assert.ok(Number.isInteger(line.duration_milliseconds) && (line.duration_milliseconds as number) > 0);
-}
-
-/** What varies per operation (run identity and duration checked by assertAuditShape). */
-function outcomeOf(line: Line): Line {
-  const { operation, outcome, status_code, exit_code, timed_out } = line;
-  return Object.fromEntries(Object.entries({ operation, outcome, status_code, exit_code, timed_out }).filter(([, v]) => v !== undefined));
 }
 
 /** A live `follow=true` reader: the lines so far, and a bounded wait for one more to match. */
@@ -132,48 +91,22 @@ describe('local runtime: runtimed log of a Run', function () {
   it('writes upstream’s audit line after each mutation kind and outcome, output as stdout/stderr lines, nothing for reads', async () => {
     const { run, P } = await readyRun(t.gw);
     const exec = (body: unknown, headers: Record<string, string> = {}) => call(t.gw, 'POST', `${P}/operations:execute`, { body, headers, timeoutMs: 20_000 });
-
-    assert.equal((await exec({ command: { shell: 'echo out-1; echo out-2; echo err-1 >&2' } })).status, 200);
-    assert.equal((await exec({ command: { argv: ['sh', '-c', 'exit 3'] } })).status, 200);
-    assert.equal((await exec({ command: { argv: ['sleep', '30'], timeoutMillis: 300 } })).status, 200);
-    // Cancelled by id while it runs.
-    const pending = exec({ command: { argv: ['sleep', '600'] } }, { 'idempotency-key': 'log-cancel-1' });
-    const opId = await waitCommandRunning(t.gw, run);
-    assert.equal((await call(t.gw, 'POST', `${P}/operations/${opId}:cancel`)).status, 200);
-    assert.equal((await pending).status, 200);
-    assert.equal((await exec({ writeFile: { path: 'd/a.txt', contents: b64('hello'), createParents: true } })).status, 200);
-    assert.equal((await exec({ createDirectory: { path: 'e' } })).status, 200);
-    assert.equal((await exec({ renameFile: { sourcePath: 'd/a.txt', destinationPath: 'd/b.txt' } })).status, 200);
-    assert.equal((await exec({ deleteFile: { path: 'nothing-here.txt' } })).status, 404);
+    const expected = await runEveryKindAndOutcome({
+      cancelledBy: 'id',
+      execute: async (op) => (await exec(op)).status,
+      cancelRunningCommand: async () => {
+        const pending = exec({ command: { argv: ['sleep', '600'] } }, { 'idempotency-key': 'log-cancel-1' });
+        const opId = await waitCommandRunning(t.gw, run);
+        assert.equal((await call(t.gw, 'POST', `${P}/operations/${opId}:cancel`)).status, 200);
+        assert.equal((await pending).status, 200);
+      },
+    });
     const before = (await logLines(t, run)).length;
     // Reads and listings are not audited.
     assert.equal((await call(t.gw, 'GET', `${P}/files/d/b.txt`)).status, 200);
     assert.equal((await call(t.gw, 'GET', `${P}/files`)).status, 200);
     assert.equal((await logLines(t, run)).length, before, 'reads and listings write no line');
-
-    const lines = await logLines(t, run);
-    for (const a of audits(lines)) assertAuditShape(a, run);
-    assert.deepEqual(audits(lines).map(outcomeOf), [
-      { operation: 'command', outcome: 'succeeded', exit_code: 0 },
-      { operation: 'command', outcome: 'failed', exit_code: 3 },
-      { operation: 'command', outcome: 'timed_out', exit_code: -1, timed_out: true },
-      { operation: 'command', outcome: 'cancelled', exit_code: -1 },
-      { operation: 'write_file', outcome: 'succeeded' },
-      { operation: 'create_directory', outcome: 'succeeded' },
-      { operation: 'rename_file', outcome: 'succeeded' },
-      { operation: 'delete_file', outcome: 'failed', status_code: 'NotFound' },
-    ]);
-    // The first command's output, one line each, before its audit line and with its outcome.
-    assert.deepEqual(
-      lines.slice(0, 4).map((l) => [l.stream, l.message, l.operation, l.outcome, l.exit_code]),
-      [
-        ['stdout', 'out-1', 'command', 'succeeded', 0],
-        ['stdout', 'out-2', 'command', 'succeeded', 0],
-        ['stderr', 'err-1', 'command', 'succeeded', 0],
-        ['audit', 'session operation completed', 'command', 'succeeded', 0],
-      ],
-    );
-    assert.ok(audits(lines)[2]?.duration_milliseconds as number >= 300, 'the timed-out command took its timeout');
+    assertEveryKindAndOutcome(await logLines(t, run), run, expected);
   });
 
   it('an operation that hits the session operation timeout is timed_out with DeadlineExceeded; one whose caller leaves is cancelled', async () => {

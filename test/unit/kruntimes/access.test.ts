@@ -18,6 +18,15 @@ import type { StoredObject } from '../../fixtures/cluster/objectStore';
 import { type ClusterTarget, simulatorOnly, forEachClusterEra, startClusterTarget } from '../../fixtures/cluster/target';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** Whether a local process exists (signal 0 checks without sending anything). */
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
 
 forEachClusterEra('kruntimes provider: access, refusals and watches', function (era) {
   this.timeout(120_000);
@@ -40,6 +49,34 @@ forEachClusterEra('kruntimes provider: access, refusals and watches', function (
   const gateway = (c: SandboxConnection, token: string | null = c.token) =>
     new GatewayClient({ endpoint: c.endpoint, token: token ?? undefined, tls: c.tls });
   const phaseOf = async (name: string) => (await provider.get({ provider: 'kruntimes', context: target.context, namespace: target.namespace, name })).sandbox;
+  /** Resolves once `file` exists in the sandbox (a command's first step writes it: the command is running). */
+  async function fileAppears(gw: GatewayClient, file: string, ms = 10_000): Promise<void> {
+    const deadline = Date.now() + ms;
+    for (;;) {
+      const found = await gw.read(file).then(
+        () => true,
+        (e: unknown) => {
+          if (e instanceof GatewayError && e.status === 404) return false;
+          throw e;
+        },
+      );
+      if (found) return;
+      assert.ok(Date.now() < deadline, `${file} did not appear within ${ms} ms: the command did not start`);
+      await sleep(50);
+    }
+  }
+  /**
+   * Polls the sandbox for `ms` and asserts it stays `phase` the whole time: a lease can only be
+   * shown to hold by letting more than its timeout pass, so this waits on the clock by design.
+   */
+  /** Polls for `ms` that the phase stays put: only time passing shows a lease or a heartbeat holds (no event to wait for). */
+  async function staysFor(name: string, phase: string, ms: number, why: string): Promise<void> {
+    const end = Date.now() + ms;
+    while (Date.now() < end) {
+      assert.equal((await phaseOf(name)).phase, phase, why);
+      await sleep(200);
+    }
+  }
   async function until(name: string, phase: string, ms = 15_000) {
     const deadline = Date.now() + ms;
     for (;;) {
@@ -87,8 +124,8 @@ forEachClusterEra('kruntimes provider: access, refusals and watches', function (
     const c = await provider.open(sandbox.ref);
     const gw = gateway(c);
     try {
-      const inFlight = gw.execute({ command: { shell: 'sleep 2; printf drained' } });
-      await sleep(300);
+      const inFlight = gw.execute({ command: { shell: ': > drain-started; sleep 2; printf drained' } });
+      await fileAppears(gw, 'drain-started');
       await provider.terminate(sandbox.ref, 'Drain', { wait: false });
       assert.equal((await until(sandbox.ref.name, 'Finalizing')).phase, 'Finalizing');
       await assert.rejects(gw.writeFile('rejected.txt', Buffer.from('rejected')), (e: unknown) => e instanceof GatewayError && e.status === 409);
@@ -109,12 +146,22 @@ forEachClusterEra('kruntimes provider: access, refusals and watches', function (
     const gw = gateway(c);
     try {
       const started = Date.now();
-      const inFlight = gw.execute({ command: { argv: ['sleep', '20'] } }).then(
+      const inFlight = gw.execute({ command: { shell: 'echo $$ > immediate-started; exec sleep 20' } }).then(
         () => 200,
         (e: unknown) => (e instanceof GatewayError ? e.status : -1),
       );
-      await sleep(300);
+      await fileAppears(gw, 'immediate-started');
+      const pid = Number((await gw.read('immediate-started')).contents.toString('utf8').trim());
+      assert.ok(Number.isInteger(pid) && pid > 1, `the command wrote its pid (${pid})`);
       assert.equal((await provider.terminate(sandbox.ref, 'Immediate', { wait: true })).phase, 'Cancelled');
+      if (target.simulator) {
+        // The simulator's Runtime runs commands as local processes: `sleep 20` itself must be gone, not just the request.
+        const deadline = Date.now() + 5_000;
+        while (processAlive(pid)) {
+          assert.ok(Date.now() < deadline, `the command (pid ${pid}) still runs after Immediate`);
+          await sleep(20);
+        }
+      }
       const status = await inFlight;
       assert.notEqual(status, 200);
       assert.ok(Date.now() - started < 15_000, 'the command did not run to its end');
@@ -129,8 +176,7 @@ forEachClusterEra('kruntimes provider: access, refusals and watches', function (
     const own = target.provider();
     const sandbox = await own.create(spec({ leaseTimeoutSeconds: 3 }), { waitForReady: true });
     await own.open(sandbox.ref);
-    await sleep(4500);
-    assert.equal((await phaseOf(sandbox.ref.name)).phase, 'Ready', 'heartbeats keep it Ready past the lease');
+    await staysFor(sandbox.ref.name, 'Ready', 4500, 'heartbeats keep it Ready past the lease');
     await own.dispose(); // the editor went away: no more heartbeats
     const s = await until(sandbox.ref.name, 'Timeout', 10_000);
     assert.equal(s.phase, 'Timeout');
@@ -145,8 +191,7 @@ forEachClusterEra('kruntimes provider: access, refusals and watches', function (
       assert.deepEqual((await own.open(sandbox.ref)).lease, { timeoutSeconds: 3 });
       assert.equal(await own.release(sandbox.ref), true);
       assert.deepEqual((await own.open(sandbox.ref)).lease, { timeoutSeconds: 3 }, 'opened again: held again');
-      await sleep(4500);
-      assert.equal((await phaseOf(sandbox.ref.name)).phase, 'Ready', 'held again past the lease');
+      await staysFor(sandbox.ref.name, 'Ready', 4500, 'held again past the lease');
       assert.equal(await own.release(sandbox.ref), true);
       assert.equal(await own.release(sandbox.ref), false, 'nothing left to release');
       const s = await until(sandbox.ref.name, 'Timeout', 10_000);

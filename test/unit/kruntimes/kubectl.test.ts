@@ -2,12 +2,17 @@
 // test/fixtures/cluster/kubectl.ts for where it comes from) discovers the kruntimes API, creates
 // a Run from a manifest (the server validates it: kubectl ≥ 1.25 sends fieldValidation=Strict),
 // lists and watches Runs with the CRD's printer columns, merge-patches a termination request and
-// gets the CEL 422 for a downgrade, asks `auth can-i`, and deletes the Run.
+// gets the CEL 422 for a downgrade, asks `auth can-i`, deletes the Run, and reaches a Run's
+// session through `kubectl port-forward` to the Console Pod (the SPDY-over-WebSocket tunnel of
+// kubectl ≥ 1.31 and the SPDY/3.1 upgrade of older ones).
 import assert from 'node:assert/strict';
 import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { Agent, request } from 'undici';
+import { WebSocket } from 'ws';
+import type { Run } from '../../../protocol/kruntimes/run';
 import { findKubectl, Kubectl } from '../../fixtures/cluster/kubectl';
 import { startClusterSimulator, type ClusterSimulator } from '../../fixtures/cluster/simulator';
 
@@ -133,4 +138,65 @@ describe('kubectl against the cluster simulator', function () {
     assert.equal(viewerDelete.stdout.trim(), 'no');
     assert.equal(viewerDelete.code, 1);
   });
+
+  for (const [runName, name, env] of [
+    ['pf-default', 'kubectl’s default: SPDY over WebSocket from 1.31, else the SPDY/3.1 upgrade', {}],
+    ['pf-spdy', 'the SPDY/3.1 upgrade (KUBECTL_PORT_FORWARD_WEBSOCKETS=false)', { KUBECTL_PORT_FORWARD_WEBSOCKETS: 'false' }],
+  ] as const) {
+    it(`port-forward to the Console Pod, ${name}: a Run's session answers through it, two connections on one forward`, async () => {
+      const flavour = minor >= 31 && !('KUBECTL_PORT_FORWARD_WEBSOCKETS' in env) ? 'spdy-tunnel' : 'spdy';
+      const file = path.join(dir, `${runName}.yaml`);
+      fs.writeFileSync(file, manifest(runName));
+      assert.equal((await kubectl.run(['create', '-f', file, ...(minor >= 25 ? [] : ['--validate=false'])])).code, 0);
+      const deadline = Date.now() + 20_000;
+      let run: Run | undefined;
+      while ((run = sim.store.get('runs', 'default', runName) as Run | undefined)?.status?.phase !== 'Ready') {
+        assert.ok(Date.now() < deadline, `the Run is ${run?.status?.phase}`);
+        await new Promise((r) => setTimeout(r, 25));
+      }
+      const P = new URL(run?.status?.endpoint?.url ?? '').pathname;
+      const before = sim.portForward.connections.get('kruntimes-system/kruntimes-console-0:8443') ?? 0;
+      const served = sim.portForward.flavours.get(flavour) ?? 0;
+
+      const out = { text: '' };
+      const forward = kubectl.spawn(['port-forward', '-n', 'kruntimes-system', 'pod/kruntimes-console-0', ':8443'], env);
+      forward.stdout.on('data', (c: Buffer) => (out.text += c.toString()));
+      let stderr = '';
+      forward.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+      const agent = new Agent({ connect: { ca: sim.caPem, servername: sim.console.servername } });
+      try {
+        await until(forward, out, /^Forwarding from 127\.0\.0\.1:(\d+) -> 8443$/m);
+        const port = /^Forwarding from 127\.0\.0\.1:(\d+)/m.exec(out.text)?.[1];
+        const base = `https://127.0.0.1:${port}`;
+        const auth = { authorization: `Bearer ${sim.tokens.admin}` };
+        const status = await request(`${base}${P}`, { headers: auth, dispatcher: agent });
+        assert.equal(status.statusCode, 200, stderr);
+        assert.match(await status.body.text(), /^\{"state":"SESSION_STATE_READY"/);
+        // A second connection (its own SPDY stream pair): a command over operations:ws.
+        const tls = { ca: sim.caPem, servername: sim.console.servername }; // ws hands servername on to tls.connect (its types omit it)
+        const ws = new WebSocket(`wss://127.0.0.1:${port}${P}/operations:ws`, { headers: auth, ...tls });
+        const frames: string[] = [];
+        await new Promise<void>((resolve, reject) => {
+          ws.on('open', () => ws.send(JSON.stringify({ type: 'send', idempotencyKey: 'through-kubectl', operation: { command: { argv: ['echo', 'forwarded'] } } })));
+          ws.on('message', (data) => {
+            frames.push((data as Buffer).toString('utf8'));
+            if (frames.length === 3) resolve();
+          });
+          ws.on('error', reject);
+        });
+        ws.close(1000);
+        assert.deepEqual(frames, [
+          '{"sequence":1,"type":"accepted","accepted":{"operationID":"through-kubectl"}}',
+          `{"sequence":2,"type":"output","output":{"stream":"stdout","data":"${Buffer.from('forwarded\n').toString('base64')}"}}`,
+          '{"sequence":3,"type":"completed","completed":{"command":{"exitCode":0}}}',
+        ]);
+        assert.equal(sim.portForward.flavours.get(flavour), served + 1, `kubectl used ${flavour}`);
+        assert.ok((sim.portForward.connections.get('kruntimes-system/kruntimes-console-0:8443') ?? 0) >= before + 2, 'both connections went through the forward');
+        assert.doesNotMatch(stderr, /error|lost connection/i);
+      } finally {
+        forward.kill();
+        await agent.close();
+      }
+    });
+  }
 });

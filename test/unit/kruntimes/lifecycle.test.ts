@@ -1,11 +1,12 @@
 // The kruntimes provider through @kubernetes/client-node, against the cluster SIMULATOR (or a
 // real cluster with `npm run test:cluster`): a session Run's whole life — create → Ready →
 // files and commands through a port-forwarded Console → Drain → Succeeded → artifacts downloaded
-// and verified; Immediate → Cancelled; idle timeout → Timeout; the termination rules.
+// and verified; Immediate → Cancelled; idle timeout → Timeout; the termination rules; labels (a grant to agents).
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { AGENTS_GRANTED, AGENTS_LABEL, agentGrantLabels, CREATOR_AGENT, CREATOR_LABEL } from '../../../protocol/agentAccess';
 import { GatewayClient } from '../../../protocol/kruntimes/gatewayClient';
 import { GatewayError } from '../../../protocol/kruntimes/gatewayErrors';
 import { type ArtifactRef, RunStateError, TERMINATION_MONOTONIC_MESSAGE } from '../../../protocol/kruntimes/run';
@@ -79,8 +80,10 @@ forEachClusterEra('kruntimes provider: session Run lifecycle', function (era) {
     assert.equal(`sha256:${createHash('sha256').update(fs.readFileSync(report.path)).digest('hex')}`, report.digest);
     const dir = byName.get('bundle');
     assert.ok(dir?.unpackedTo);
-    assert.equal(path.basename(dir.path), 'bundle.tar.gz');
+    assert.equal(dir.path, dir.unpackedTo);
     assert.equal(fs.readFileSync(path.join(dir.unpackedTo, 'sub/n.txt'), 'utf8'), 'nested');
+    // A folder artifact arrives once, as the folder (no bundle.tar.gz beside it).
+    assert.deepEqual(fs.readdirSync(dest).sort(), ['bundle', 'report.txt']);
 
     // The exported file goes into a new Run as an artifactInput, materialized before Ready.
     const reportRef = done.artifacts?.find((x) => x.name === 'report.txt');
@@ -128,6 +131,27 @@ forEachClusterEra('kruntimes provider: session Run lifecycle', function (era) {
     const sandbox = await provider.create(spec(), { waitForReady: true });
     await provider.terminate(sandbox.ref, 'Immediate', { wait: false });
     await assert.rejects(provider.terminate(sandbox.ref, 'Drain', { wait: false }), (e: unknown) => e instanceof RunStateError && e.message.includes(TERMINATION_MONOTONIC_MESSAGE));
+    await provider.delete(sandbox.ref);
+  });
+
+  it('Grant to Agents is a merge patch of metadata.labels: others kept, a revoke removes it, an invalid label refused with the API server\'s words', async () => {
+    const sandbox = await provider.create(spec({ labels: { [CREATOR_LABEL]: CREATOR_AGENT } }), { waitForReady: false });
+    assert.equal(sandbox.createdByAgent, true, 'the creator label survived admission');
+    const granted = await provider.patchLabels(sandbox.ref, agentGrantLabels(true));
+    assert.deepEqual([granted.createdByAgent, granted.grantedToAgents], [true, true]);
+    const { run } = await provider.get(sandbox.ref);
+    assert.equal(run.metadata.labels?.[AGENTS_LABEL], AGENTS_GRANTED);
+    assert.equal(run.metadata.labels?.['app.kubernetes.io/created-by'], 'sandbox-sessions', 'the other labels are kept');
+    assert.equal((await provider.list({ context: target.context, namespace: target.namespace })).find((s) => s.key === sandbox.key)?.grantedToAgents, true);
+    const revoked = await provider.patchLabels(sandbox.ref, agentGrantLabels(false));
+    assert.equal(revoked.grantedToAgents, undefined);
+    assert.equal((await provider.get(sandbox.ref)).run.metadata.labels?.[AGENTS_LABEL], undefined);
+    await assert.rejects(provider.patchLabels(sandbox.ref, { [AGENTS_LABEL]: 'not allowed!' }), (e: unknown) => {
+      assert.ok(e instanceof SandboxError);
+      assert.equal(e.code, 'invalid_spec');
+      assert.match(e.message, /metadata\.labels: Invalid value: "not allowed!"/);
+      return true;
+    });
     await provider.delete(sandbox.ref);
   });
 

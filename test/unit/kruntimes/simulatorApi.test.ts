@@ -235,3 +235,108 @@ for (const era of ['C', 'D'] as const) {
     });
   });
 }
+
+/** A streaming GET (a watch): its status once the headers arrive, then its JSON lines one by one. */
+function stream(sim: ClusterSimulator, pathAndQuery: string): Promise<{ status: number; next(timeoutMs?: number): Promise<{ type: string; object: { metadata?: { name?: string; resourceVersion?: string } } }>; close(): void }> {
+  return new Promise((resolve, reject) => {
+    const req = https.request(new URL(pathAndQuery, sim.server), { ca: sim.caPem, headers: { Authorization: `Bearer ${sim.tokens.admin}` } }, (res) => {
+      let buffered = '';
+      const lines: string[] = [];
+      const waiters: Array<(line: string) => void> = [];
+      res.on('data', (c: Buffer) => {
+        buffered += c.toString('utf8');
+        let nl: number;
+        while ((nl = buffered.indexOf('\n')) >= 0) {
+          const line = buffered.slice(0, nl);
+          buffered = buffered.slice(nl + 1);
+          const waiter = waiters.shift();
+          if (waiter) waiter(line);
+          else lines.push(line);
+        }
+      });
+      resolve({
+        status: res.statusCode ?? 0,
+        close: () => req.destroy(),
+        next: (timeoutMs = 10_000) =>
+          new Promise((res2, rej2) => {
+            const parse = (line: string) => JSON.parse(line) as { type: string; object: { metadata?: { name?: string; resourceVersion?: string } } };
+            const queued = lines.shift();
+            if (queued !== undefined) return res2(parse(queued));
+            const timer = setTimeout(() => rej2(new Error('no watch event in time')), timeoutMs);
+            waiters.push((line) => {
+              clearTimeout(timer);
+              res2(parse(line));
+            });
+          }),
+      });
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+describe('cluster simulator: reads at a resourceVersion newer than the store’s, as a real API server answers them', function () {
+  this.timeout(30_000);
+  let sim: ClusterSimulator;
+  let dir: string;
+  const namespace = (name: string) => sim.store.create('namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name }, status: { phase: 'Active' } });
+
+  before(async () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ss-simrv-'));
+    sim = await startClusterSimulator({ dir, runtimes: [{ namespace: 'default', name: 'bash' }], bookmarkIntervalMs: 20 });
+  });
+  after(async () => {
+    await sim?.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('a watch from a future resourceVersion is established at once (200) and sends only events and bookmarks newer than it', async () => {
+    const current = Number(sim.store.resourceVersion);
+    const future = current + 2;
+    const watch = await stream(sim, `/api/v1/namespaces?watch=true&allowWatchBookmarks=true&resourceVersion=${future}`);
+    // A control watch from now: its bookmarks show the bookmark timer ran while the store was not yet past `future`.
+    const control = await stream(sim, `/api/v1/namespaces?watch=true&allowWatchBookmarks=true&resourceVersion=${current}`);
+    try {
+      assert.equal(watch.status, 200);
+      namespace('future-1');
+      namespace('future-2'); // resourceVersion == future: not newer, not sent
+      assert.equal(sim.store.resourceVersion, String(future));
+      assert.equal((await control.next()).object.metadata?.name, 'future-1');
+      assert.equal((await control.next()).object.metadata?.name, 'future-2');
+      for (let seen = 0; seen < 2; ) if ((await control.next()).type === 'BOOKMARK') seen++;
+      namespace('future-3');
+      const first = await watch.next();
+      assert.equal(first.type, 'ADDED', 'no bookmark at or below the requested resourceVersion came first');
+      assert.equal(first.object.metadata?.name, 'future-3');
+      assert.equal(first.object.metadata?.resourceVersion, String(future + 1));
+    } finally {
+      watch.close();
+      control.close();
+    }
+  });
+
+  it('a list at a future resourceVersion waits up to 3 s for the store, then 504 `Too large resource version` (retry after 1 s); a write in time answers 200', async () => {
+    const current = Number(sim.store.resourceVersion);
+    const started = Date.now();
+    const late = await kube(sim, 'GET', `/api/v1/namespaces?resourceVersion=${current + 1}`);
+    assert.ok(Date.now() - started >= 2900, `answered after ${Date.now() - started} ms, not after the watch cache's 3 s`);
+    assert.equal(late.status, 504);
+    assert.deepEqual(late.body, {
+      kind: 'Status',
+      apiVersion: 'v1',
+      metadata: {},
+      status: 'Failure',
+      message: `Timeout: Too large resource version: ${current + 1}, current: ${current}`,
+      reason: 'Timeout',
+      details: { causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }], retryAfterSeconds: 1 },
+      code: 504,
+    });
+    const listeners = sim.store.listenerCount('event');
+    const waiting = kube(sim, 'GET', `/api/v1/namespaces?resourceVersion=${current + 1}&resourceVersionMatch=NotOlderThan`);
+    while (sim.store.listenerCount('event') === listeners) await new Promise((r) => setTimeout(r, 5)); // the list is waiting for the store
+    namespace('caught-up');
+    const inTime = await waiting;
+    assert.equal(inTime.status, 200);
+    assert.ok(inTime.body.items?.some((n) => n.metadata.name === 'caught-up'));
+  });
+});

@@ -104,7 +104,8 @@ describe('local runtime: Run lifecycle', function () {
         body: { command: { argv: ['sh', '-c', 'mkdir -p "$KRUNTIME_ARTIFACTS_DIR/out/é" && printf x > "$KRUNTIME_ARTIFACTS_DIR/out/é/z" && printf y > "$KRUNTIME_ARTIFACTS_DIR/out/b" && chmod 755 "$KRUNTIME_ARTIFACTS_DIR/out/b"'] } },
       });
       assert.equal(w.status, 200);
-      await new Promise((r) => setTimeout(r, i * 1100)); // different mtimes
+      // Time must pass (not a wait for an event): the second export's files get mtimes over a second later, and the digest must not change.
+      await new Promise((r) => setTimeout(r, i * 1100));
       await patchTermination(t.gw, run, 'Drain');
       const done = await waitPhase(t.gw, run, ['Succeeded', 'Failed']);
       digests.push(done.status?.artifactRefs?.[0]?.digest ?? '');
@@ -184,7 +185,7 @@ describe('local runtime: Run lifecycle', function () {
   it('reads do not count as activity for the idle timeout; commands do', async () => {
     const { run, P } = await readyRun(t.gw, { session: { idleTimeoutSeconds: 2 } });
     const t0 = Date.now();
-    // Commands keep it alive...
+    // Commands keep it alive... (time must pass: 3 × 0.8 s outlives the 2 s idle timeout only if each command renews it)
     for (let i = 0; i < 3; i++) {
       await new Promise((r) => setTimeout(r, 800));
       assert.equal((await call(t.gw, 'POST', `${P}/operations:execute`, { body: { command: { argv: ['true'] } } })).status, 200);

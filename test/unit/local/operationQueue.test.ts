@@ -3,6 +3,7 @@
 import assert from 'node:assert/strict';
 import { OperationQueue } from '../../../server/local/operationQueue';
 
+/** A queued job's own work (time passing inside the job so others must queue behind it), not a wait before an assertion. */
 const tick = (ms = 10): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 describe('local runtime: operation queue', () => {

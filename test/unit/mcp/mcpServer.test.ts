@@ -1,8 +1,9 @@
 // `sandbox-sessions mcp` driven by the official MCP SDK's own Client over stdio, on the real local
 // runtime: the tool list with schemas and annotations, every tool's happy path and a main error,
 // live output as progress, the 1 MiB output cap, cancellation that kills the command in the
-// sandbox, the scope rule (a sandbox this server did not create is refused until granted) and the
-// process backend refused to agents unless the user allowed it.
+// sandbox, sandbox_search, the scope rule (a sandbox this server did not create is refused until
+// granted, and again once revoked while the server runs) and the process backend refused to agents
+// unless the user allowed it.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
@@ -17,7 +18,7 @@ import { LocalGatewayClient } from '../../../server/gateway/localClient';
 import { sessionRunBody } from '../../../server/sandboxes/sessionRunBody';
 import { AGENT_GRANT_KEY, AGENT_GRANT_VALUE } from '../../../server/mcp/scope';
 import { TRUNCATION_MARKER } from '../../../server/mcp/cappedOutput';
-import { REPO_ROOT } from '../../fixtures/companionProcess';
+import { REPO_ROOT, spawnCompanion } from '../../fixtures/companionProcess';
 
 const TOOLS = [
   'sandbox_cancel',
@@ -27,7 +28,12 @@ const TOOLS = [
   'sandbox_list',
   'sandbox_list_files',
   'sandbox_read_file',
+  'sandbox_search',
   'sandbox_write_file',
+  'session_activate',
+  'session_fork',
+  'session_open_revision',
+  'session_save',
 ];
 
 interface McpProcess {
@@ -129,7 +135,7 @@ describe('mcp server: sandbox tools over stdio (SDK client, local runtime)', fun
     assert.deepEqual(exec.inputSchema.required, ['sandbox']);
     assert.equal(exec.annotations?.destructiveHint, true);
     assert.deepEqual((byName.get('sandbox_create')!.inputSchema.properties as Record<string, { enum?: string[] }>).provider?.enum, ['local', 'kruntimes']);
-    for (const readOnly of ['sandbox_list', 'sandbox_read_file', 'sandbox_list_files']) assert.equal(byName.get(readOnly)!.annotations?.readOnlyHint, true, readOnly);
+    for (const readOnly of ['sandbox_list', 'sandbox_read_file', 'sandbox_list_files', 'sandbox_search']) assert.equal(byName.get(readOnly)!.annotations?.readOnlyHint, true, readOnly);
     for (const idempotent of ['sandbox_close', 'sandbox_cancel', 'sandbox_write_file']) assert.equal(byName.get(idempotent)!.annotations?.idempotentHint, true, idempotent);
   });
 
@@ -242,6 +248,27 @@ describe('mcp server: sandbox tools over stdio (SDK client, local runtime)', fun
     await waitFor('the sleeper to be killed', () => (running(pid) ? undefined : true));
   });
 
+  it('sandbox_search finds text (with match columns) and files by name, bounded, and refuses a bad regular expression', async () => {
+    ok(await call('sandbox_write_file', { sandbox: sandbox.sandbox, path: 'src/notes.md', contents: 'one TODO here\nnothing\nTODO: two and TODO three\n' }));
+    const found = ok<{ lines: { path: string; line: number; kind: string; columns: number[][] }[]; limitHit: boolean; truncated: boolean }>(
+      await call('sandbox_search', { sandbox: sandbox.sandbox, pattern: 'todo' }),
+    );
+    assert.deepEqual(
+      found.lines.map((l) => [l.path, l.line, l.columns]),
+      [
+        ['src/notes.md', 1, [[5, 9]]],
+        ['src/notes.md', 3, [[1, 5], [15, 19]]],
+      ],
+    );
+    assert.deepEqual([found.limitHit, found.truncated], [false, false]);
+    const bounded = ok<{ lines: unknown[]; limitHit: boolean; stopped: string }>(await call('sandbox_search', { sandbox: sandbox.sandbox, pattern: 'TODO', maxResults: 1 }));
+    assert.deepEqual([bounded.lines.length, bounded.limitHit, bounded.stopped], [1, true, 'results']);
+    const files = ok<{ files: string[] }>(await call('sandbox_search', { sandbox: sandbox.sandbox, kind: 'files', pattern: 'nts' }));
+    assert.deepEqual(files.files, ['src/notes.md']);
+    assert.match(toolError(await call('sandbox_search', { sandbox: sandbox.sandbox, pattern: '(', isRegExp: true })), /^invalid_argument: /);
+    assert.match(toolError(await call('sandbox_search', { sandbox: sandbox.sandbox, pattern: '' })), /^invalid_argument: a text search needs a pattern/);
+  });
+
   it('refuses a sandbox it did not create, until a person grants it to agents', async () => {
     const handle = await findGateway(stateDir);
     assert.ok(handle, 'the MCP server started the local gateway');
@@ -267,6 +294,38 @@ describe('mcp server: sandbox tools over stdio (SDK client, local runtime)', fun
     const after = ok<{ sandboxes: { sandbox: string; grantedToAgents: boolean }[] }>(await call('sandbox_list', { provider: 'local' }));
     assert.equal(after.sandboxes.find((s) => s.sandbox === key)?.grantedToAgents, true);
     assert.equal(ok<{ stdout: string }>(await call('sandbox_exec', { sandbox: key, argv: ['echo', 'granted'] })).stdout, 'granted\n');
+
+    // The person revokes it with Revoke from Agents (the companion's sandboxes/grantAgents), while this
+    // MCP server runs and has used the sandbox: its next call is refused — the grant is read on use, not kept.
+    const companion = spawnCompanion({ SANDBOX_SESSIONS_STATE_DIR: stateDir, SANDBOX_SESSIONS_REPOSITORY: path.join(work, 'repository') });
+    try {
+      await companion.connection.sendRequest('initialize', { clientName: 'test', protocolVersion: 1 });
+      const ref = { provider: 'local', context: 'local', namespace: 'default', name };
+      const revoked = (await companion.connection.sendRequest('sandboxes/grantAgents', { ref, granted: false })) as { sandbox: { grantedToAgents?: boolean } };
+      assert.equal(revoked.sandbox.grantedToAgents, undefined);
+      assert.match(toolError(await call('sandbox_exec', { sandbox: key, argv: ['true'] })), /^not_granted: /);
+      assert.match(toolError(await call('sandbox_search', { sandbox: key, pattern: 'x' })), /^not_granted: /);
+      const listed = ok<{ sandboxes: { sandbox: string }[] }>(await call('sandbox_list', { provider: 'local' }));
+      assert.ok(!listed.sandboxes.some((s) => s.sandbox === key), 'a revoked sandbox is no longer listed');
+      // Granted again (Grant to Agents): usable at once, and every client sees the mark.
+      const regranted = (await companion.connection.sendRequest('sandboxes/grantAgents', { ref, granted: true })) as { sandbox: { grantedToAgents?: boolean } };
+      assert.equal(regranted.sandbox.grantedToAgents, true);
+      assert.equal(ok<{ stdout: string }>(await call('sandbox_exec', { sandbox: key, argv: ['echo', 'again'] })).stdout, 'again\n');
+      // The agent's own sandbox carries the creator mark the Sandboxes view shows.
+      const mine = (await companion.connection.sendRequest('sandboxes/list', { provider: 'local' })) as { sandboxes: { key: string; createdByAgent?: boolean }[] };
+      assert.equal(mine.sandboxes.find((s) => s.key === sandbox.sandbox)?.createdByAgent, true);
+      assert.equal(mine.sandboxes.find((s) => s.key === key)?.createdByAgent, undefined, 'a person\'s sandbox is not marked as an agent\'s');
+      // A label Kubernetes would refuse is refused by the local Runs API too, with the field.
+      const bad = await request(`${handle.url}/local/v1/namespaces/default/runs/${name}`, {
+        method: 'PATCH',
+        headers: { authorization: `Bearer ${handle.token}`, 'content-type': 'application/merge-patch+json' },
+        body: JSON.stringify({ metadata: { labels: { 'bad key!': 'x' } } }),
+      });
+      assert.equal(bad.statusCode, 422);
+      assert.match(await bad.body.text(), /metadata\.labels: Invalid value: \\"bad key!\\"/);
+    } finally {
+      await companion.stop();
+    }
     assert.equal(ok<{ phase: string }>(await call('sandbox_cancel', { sandbox: key })).phase, 'Cancelled');
   });
 

@@ -37,6 +37,15 @@ describe('gateway client behaviour', () => {
     assert.equal(status.lastActivityUnixNano, 1788256802123456789n);
   });
 
+  it('names an operation with the idempotency key it was given, and sends none otherwise', async () => {
+    gateway.respondWith({ status: 200, body: '{"command":{"exitCode":0}}\n' });
+    const c = newClient();
+    await c.runCommand({ argv: ['true'] }, { idempotencyKey: 'save-r2.attempt-1' });
+    await c.runCommand({ argv: ['true'] });
+    assert.equal(gateway.received[0]!.headers['idempotency-key'], 'save-r2.attempt-1');
+    assert.equal(gateway.received[1]!.headers['idempotency-key'], undefined);
+  });
+
   it('reads an empty file whose contents are null', async () => {
     gateway.respondWith({ status: 200, body: '{"contents":null,"truncated":false}\n' });
     const r = await newClient().read('empty.txt');

@@ -211,6 +211,7 @@ for (const era of ['C', 'D'] as const satisfies readonly Era[]) {
       const run = await sandbox({ leaseTimeoutSeconds: 1 });
       const c = clientOf(run);
       const hold = c.heartbeat(1);
+      // A lease is shown to hold only by outliving it: time must pass (3 leases), polled every 100 ms.
       const until3Leases = Date.now() + 3_000;
       while (Date.now() < until3Leases) {
         const current = await waitPhase(tg.gw, run, ['Ready', 'Timeout', 'Failed', 'Cancelled']);

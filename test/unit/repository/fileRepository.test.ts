@@ -141,7 +141,7 @@ describe('file repository', function () {
         const lock = await acquireFileLock(lockPath, 10_000);
         inside++;
         maxInside = Math.max(maxInside, inside);
-        await new Promise((r) => setTimeout(r, 2));
+        await new Promise((r) => setTimeout(r, 2)); // the critical section's work: holding the lock a moment so the others contend
         inside--;
         await lock.release();
       }),

@@ -1,9 +1,18 @@
 // The companion server over real stdio: the handshake, and that bad input — unknown methods,
 // invalid params, malformed JSON, huge or unframed garbage — is answered or skipped while the
-// server stays up for the next valid request.
+// server stays up for the next valid request; and that the secrets it handles (a kubeconfig
+// bearer token, accepted and refused, and an OpenSandbox API key) never reach its log.
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { ResponseError } from 'vscode-jsonrpc/node';
 import { companionMethods, DEFAULT_CLIENT_NAME, JsonRpcErrorNumber } from '../../../protocol/companion';
+import type { SandboxConnection, SandboxSummary } from '../../../protocol/sandboxes';
+import { stopGateway } from '../../../server/gateway/daemonClient';
+import { connectionFilePath } from '../../../server/sandboxes/opensandbox/connectionFile';
+import { type ClusterSimulator, startClusterSimulator } from '../../fixtures/cluster/simulator';
 import { type CompanionProcess, spawnCompanion } from '../../fixtures/companionProcess';
 
 const frame = (body: string | Buffer) => {
@@ -73,9 +82,6 @@ describe('companion server: JSON-RPC over stdio', function () {
     assert.match(server.stderr(), /not a Content-Length frame/);
   });
 
-  it('never writes a token into its log', () => {
-    assert.doesNotMatch(server.stderr(), /Bearer [A-Za-z0-9]/);
-  });
 });
 
 describe('companion server: LSP lifecycle (as vscode-languageclient drives it)', function () {
@@ -122,5 +128,124 @@ describe('companion server: LSP lifecycle (as vscode-languageclient drives it)',
     } finally {
       await server.stop();
     }
+  });
+});
+
+/** Every form a secret could take in a JSON-lines log: as is, JSON-escaped (once, or twice when a logged message holds JSON), base64, base64url, URL-encoded, and its random core alone. */
+function leakForms(secret: string, core: string): Record<string, string> {
+  return {
+    plain: secret,
+    'JSON-escaped': JSON.stringify(secret).slice(1, -1),
+    'JSON-escaped twice': JSON.stringify(JSON.stringify(secret)).slice(1, -1),
+    base64: Buffer.from(secret).toString('base64'),
+    base64url: Buffer.from(secret).toString('base64url'),
+    'URL-encoded': encodeURIComponent(secret),
+    'random core': core,
+  };
+}
+
+/** A secret whose base64, URL and JSON forms all differ from it (quote, backslash, `+/=%`), around a random core. */
+function secretWith(prefix: string): { secret: string; core: string } {
+  const core = randomBytes(18).toString('hex');
+  return { secret: `${prefix}"q\\${core}+/=%2F`, core };
+}
+
+describe('companion server: secrets it handles', function () {
+  this.timeout(120_000);
+  let dir: string;
+  let sim: ClusterSimulator;
+  let server: CompanionProcess;
+  let stateDir: string;
+  const accepted = secretWith('kube-ok');
+  const refused = secretWith('kube-no');
+  const apiKey = secretWith('osb-key');
+
+  before(async () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'companion-secrets-'));
+    sim = await startClusterSimulator({ dir: path.join(dir, 'cluster') });
+    // The cluster accepts exactly this token for its admin; `refused` is unknown to it (a 401).
+    sim.identities.issueToken('simulator-admin', { value: accepted.secret });
+    const cluster = JSON.parse(fs.readFileSync(sim.kubeconfigPath, 'utf8')) as { clusters: unknown[] };
+    const kubeconfig = {
+      apiVersion: 'v1',
+      kind: 'Config',
+      clusters: cluster.clusters,
+      users: [
+        { name: 'accepted', user: { token: accepted.secret } },
+        { name: 'refused', user: { token: refused.secret } },
+      ],
+      contexts: [
+        { name: 'leak-check', context: { cluster: 'simulator', user: 'accepted', namespace: 'default' } },
+        { name: 'leak-check-refused', context: { cluster: 'simulator', user: 'refused', namespace: 'default' } },
+      ],
+      'current-context': 'leak-check',
+    };
+    const kubeconfigPath = path.join(dir, 'kubeconfig');
+    fs.writeFileSync(kubeconfigPath, JSON.stringify(kubeconfig), { mode: 0o600 });
+    stateDir = path.join(dir, 'state');
+    server = spawnCompanion({ KUBECONFIG: kubeconfigPath, SANDBOX_SESSIONS_STATE_DIR: stateDir, SANDBOX_SESSIONS_REPOSITORY: path.join(dir, 'repository') });
+    await server.connection.sendRequest('initialize', { clientName: 'test', protocolVersion: 1 });
+  });
+  after(async () => {
+    const code = await server?.stop();
+    await stopGateway({ stateDir }).catch(() => undefined);
+    await sim?.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
+    assert.equal(code, 0, `server exited with ${code}`);
+  });
+
+  /** The server's own log lines that say it finished (or refused) `method`. */
+  const finished = (method: string) =>
+    server
+      .stderr()
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as { msg: string; method?: string })
+      .filter((l) => (l.msg === 'request done' || l.msg === 'request refused') && l.method === method).length;
+
+  /** Resolves once the log holds `count` finished lines for `method` (stderr may trail the stdout reply). */
+  async function logged(method: string, count: number): Promise<void> {
+    const deadline = Date.now() + 10_000;
+    while (finished(method) < count) {
+      if (Date.now() > deadline) assert.fail(`the log never recorded ${count} × ${method}; log:\n${server.stderr()}`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+
+  it('never writes a token or API key into its log, in plain or encoded forms, after they passed through it', async () => {
+    const listedBefore = sim.apiServer.requests.get('list runs') ?? 0;
+    // 1. The accepted bearer token: a list, a create (POST), an open (the Console's TokenReview)
+    //    and a terminate, each presenting it to the simulated cluster.
+    const listed = (await server.connection.sendRequest('sandboxes/list', { provider: 'kruntimes', context: 'leak-check', namespace: 'default' })) as { sandboxes: SandboxSummary[] };
+    assert.deepEqual(listed.sandboxes, []);
+    assert.ok((sim.apiServer.requests.get('list runs') ?? 0) > listedBefore, 'the list reached the cluster');
+    const { sandbox } = (await server.connection.sendRequest('sandboxes/create', {
+      spec: { provider: 'kruntimes', context: 'leak-check', namespace: 'default', runtime: 'bash', name: 'leak-check' },
+    })) as { sandbox: SandboxSummary };
+    assert.equal(sandbox.phase, 'Ready');
+    const opened = (await server.connection.sendRequest('sandboxes/open', { ref: sandbox.ref })) as SandboxConnection;
+    assert.equal(opened.token, accepted.secret, 'the connection carries the kubeconfig token the Console accepted');
+    await server.connection.sendRequest('sandboxes/terminate', { ref: sandbox.ref, mode: 'Immediate', wait: true });
+    // 2. The refused token: the cluster answers 401 and the server reports why.
+    await assert.rejects(server.connection.sendRequest('sandboxes/list', { provider: 'kruntimes', context: 'leak-check-refused', namespace: 'default' }), (e: unknown) => {
+      assert.ok(e instanceof ResponseError);
+      assert.match(JSON.stringify(e.data), /unauthori[sz]ed|unauthenticated/i);
+      return true;
+    });
+    // 3. The OpenSandbox API key, written to the daemon's 0600 connection file.
+    const configured = (await server.connection.sendRequest('opensandbox/configure', { domain: '127.0.0.1:9', apiKey: apiKey.secret })) as { configured: boolean };
+    assert.equal(configured.configured, true);
+    assert.equal((JSON.parse(fs.readFileSync(connectionFilePath(stateDir), 'utf8')) as { apiKey: string }).apiKey, apiKey.secret);
+
+    for (const [method, count] of [['sandboxes/list', 2], ['sandboxes/create', 1], ['sandboxes/open', 1], ['sandboxes/terminate', 1], ['opensandbox/configure', 1]] as const) {
+      await logged(method, count);
+    }
+    const log = server.stderr();
+    for (const [what, s] of [['accepted kubeconfig token', accepted], ['refused kubeconfig token', refused], ['OpenSandbox API key', apiKey]] as const) {
+      for (const [form, text] of Object.entries(leakForms(s.secret, s.core))) {
+        assert.ok(!log.includes(text), `the ${what} is in the log (${form}):\n${log}`);
+      }
+    }
+    assert.doesNotMatch(log, /Bearer [A-Za-z0-9]/);
   });
 });

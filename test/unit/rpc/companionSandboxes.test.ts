@@ -111,6 +111,15 @@ describe('companion server: sandboxes on the local runtime', function () {
   it('answers not_found for an unknown sandbox and invalid_params for a bad reference', async () => {
     await rejectsWith(request('sandboxes/get', { ref: { ...sandbox.ref, name: 'no-such-sandbox' } }), 'not_found');
     await rejectsWith(request('sandboxes/get', { ref: { ...sandbox.ref, name: '../etc' } }), 'invalid_params');
+    await rejectsWith(request('sandboxes/grantAgents', { ref: { ...sandbox.ref, name: 'no-such-sandbox' }, granted: true }), 'not_found');
+  });
+
+  it('refuses a create whose labels Kubernetes would refuse, naming the label', async () => {
+    await rejectsWith(
+      request('sandboxes/create', { spec: { provider: 'local', runtime: 'process', namespace: 'default', labels: { 'a/b/c': 'x' } }, waitForReady: false }),
+      'invalid_params',
+      /metadata\.labels: Invalid value: "a\/b\/c"/,
+    );
   });
 
   it('cancels with Immediate and refuses the downgrade to Drain', async () => {

@@ -1,4 +1,4 @@
-// docs/protocol.md is generated from protocol/companion.ts; this keeps the two from drifting and
+// docs/protocol.md is generated from protocol/companion/; this keeps the two from drifting and
 // proves every documented example is a valid request and response.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';

@@ -68,11 +68,16 @@ describe('artifact files: verified writer and tar.gz unpacker', () => {
   });
 
   it('gives way to an abort while the source is stuck, removing the temp file', async () => {
-    const source: AsyncIterable<Uint8Array> = {
-      [Symbol.asyncIterator]: () => ({ next: () => new Promise<IteratorResult<Uint8Array>>(() => undefined) }),
-    };
     const controller = new AbortController();
-    setTimeout(() => controller.abort(), 50);
+    // The abort comes once the writer is waiting on the source (its pull never answers).
+    const source: AsyncIterable<Uint8Array> = {
+      [Symbol.asyncIterator]: () => ({
+        next: () => {
+          queueMicrotask(() => controller.abort());
+          return new Promise<IteratorResult<Uint8Array>>(() => undefined);
+        },
+      }),
+    };
     await assert.rejects(writeVerified(source, path.join(work, 'f'), { digest: sha256(Buffer.alloc(0)), sizeBytes: 1 }, controller.signal), { name: 'AbortError' });
     assert.deepEqual(fs.readdirSync(work), []);
   });

@@ -6,7 +6,7 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { Run } from '../../../protocol/kruntimes/run';
-import { startGateway } from '../../../server/gateway/daemon';
+import { startGateway, type RunningGateway } from '../../../server/gateway/daemon';
 import { LeaseKeeperUsageError, LeaseLostError, heartbeatIntervalMs, holdLease, sessionSocketUrl } from '../../../server/sandboxes/leaseKeeper';
 import { call, patchTermination, readyRun, runsPath, startTestGateway, waitPhase, type TestGateway } from '../gateway/harness';
 
@@ -14,6 +14,17 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 
 async function phaseOf(gw: { url: string; token: string }, run: Run): Promise<string | undefined> {
   return ((await call(gw, 'GET', runsPath(run.metadata.namespace, run.metadata.name))).json() as Run).status?.phase;
+}
+
+/** Waits (bounded) until the Run's lease was renewed after `afterMs`: the keeper's socket reached the daemon. */
+async function renewedAfter(gw: { runtime: RunningGateway['runtime'] }, run: Run, afterMs: number): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const found = gw.runtime.sessionByUid(run.metadata.namespace ?? 'default', run.spec.runtime, run.metadata.uid ?? '');
+    if (found && found.session.leaseRenewedMs > afterMs) return;
+    assert.ok(Date.now() < deadline, 'the keeper never renewed the lease');
+    await sleep(20);
+  }
 }
 
 function lostPromise(): { onLost: (err: LeaseLostError) => void; lost: Promise<LeaseLostError> } {
@@ -48,6 +59,7 @@ describe('lease keeper (holdLease) against the local gateway', function () {
     const hold = holdLease({ endpointUrl: run.status?.endpoint?.url ?? '', token: t.gw.token, leaseTimeoutSeconds: 2, onLost });
     let lostEarly: LeaseLostError | undefined;
     void lost.then((e) => (lostEarly = e));
+    // A lease is shown to hold only by outliving it: 6 s of polls, each one Ready.
     for (let i = 0; i < 12; i++) {
       await sleep(500);
       assert.equal(await phaseOf(t.gw, run), 'Ready', `not Ready after ${(i + 1) * 0.5} s`);
@@ -78,8 +90,9 @@ describe('lease keeper (holdLease) against the local gateway', function () {
   it('notices a Run that ended while held: reconnect → 409 → onLost', async () => {
     const { run } = await readyRun(t.gw, { session: { leaseTimeoutSeconds: 1 } });
     const { onLost, lost } = lostPromise();
+    const heldFrom = Date.now();
     const hold = holdLease({ endpointUrl: run.status?.endpoint?.url ?? '', token: t.gw.token, leaseTimeoutSeconds: 1, onLost });
-    await sleep(500);
+    await renewedAfter(t.gw, run, heldFrom);
     await patchTermination(t.gw, run, 'Immediate');
     await waitPhase(t.gw, run, ['Cancelled']);
     const err = await Promise.race([lost, sleep(10_000).then(() => undefined)]);
@@ -99,12 +112,14 @@ describe('lease keeper (holdLease) against the local gateway', function () {
       const { run } = await readyRun(gw, { session: { leaseTimeoutSeconds: 2 } });
       let lostWith: LeaseLostError | undefined;
       // No grace for 404/409: the restarted daemon must not answer them while it loads its Runs.
+      const heldFrom = Date.now();
       hold = holdLease({ endpointUrl: run.status?.endpoint?.url ?? '', token, leaseTimeoutSeconds: 2, refusalGraceMs: 0, onLost: (e) => (lostWith = e) });
-      await sleep(1000);
+      await renewedAfter(gw, run, heldFrom);
       await gw.close();
       await sleep(700); // the keeper's reconnects are refused meanwhile
       gw = await startGateway({ stateDir, port, token, tickMs: 50 });
       // The restart starts a fresh lease clock; staying Ready well past it needs the keeper's reconnect.
+      // Outliving the lease is the point: 5 s of polls, each one Ready.
       for (let i = 0; i < 10; i++) {
         await sleep(500);
         assert.equal(await phaseOf(gw, run), 'Ready', `not Ready ${(i + 1) * 0.5} s after the restart`);

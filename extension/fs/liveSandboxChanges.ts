@@ -1,0 +1,91 @@
+// Live changes in the sandboxes this window shows: while a sandbox is open as a workspace folder
+// (or one of its files in an editor tab), its log is followed and what other clients change there
+// (an agent over MCP, the CLI, another window) reaches the Explorer and open editors as file
+// events — VS Code does not re-read a file system by itself. One SandboxChangeFeed per shown
+// sandbox; it stops when the folder and its tabs close or the sandbox ends.
+import * as vscode from 'vscode';
+import { parseSandboxKey } from '../../protocol/sandboxes';
+import type { SandboxLogFollows } from '../sandboxes/logFollows';
+import type { SandboxRegistry } from '../sandboxes/registry';
+import { SandboxChangeFeed } from './sandboxChangeFeed';
+import { SANDBOX_SCHEME, type SandboxFileSystemProvider } from './sandboxFileSystemProvider';
+
+export class LiveSandboxChanges implements vscode.Disposable {
+  private readonly feeds = new Map<string, SandboxChangeFeed>();
+  private readonly subscriptions: vscode.Disposable[];
+
+  constructor(
+    private readonly registry: SandboxRegistry,
+    private readonly fileSystem: SandboxFileSystemProvider,
+    private readonly follows: SandboxLogFollows,
+    private readonly log: vscode.LogOutputChannel,
+  ) {
+    this.subscriptions = [
+      vscode.workspace.onDidChangeWorkspaceFolders(() => this.update()),
+      vscode.window.tabGroups.onDidChangeTabs(() => this.update()),
+      registry.onDidChange(() => this.update()),
+    ];
+    this.update();
+  }
+
+  /** The sandboxes whose changes this window follows now. */
+  followed(): string[] {
+    return [...this.feeds.keys()];
+  }
+
+  /** The feed of a followed sandbox (its counters, for tests and diagnostics). */
+  feed(key: string): SandboxChangeFeed | undefined {
+    return this.feeds.get(key);
+  }
+
+  private update(): void {
+    const wanted = new Set([...shownSandboxes()].filter((key) => this.registry.lifecycle(key) === undefined));
+    for (const [key, feed] of this.feeds) {
+      if (wanted.has(key) && feed.active) continue;
+      feed.stop();
+      this.feeds.delete(key);
+    }
+    for (const key of wanted) {
+      if (this.feeds.has(key)) continue;
+      const ref = parseSandboxKey(key);
+      if (!ref) continue;
+      this.feeds.set(
+        key,
+        new SandboxChangeFeed({
+          label: ref.name,
+          follow: (query, onLines) => this.follows.follow(ref, query, onLines),
+          isOwn: (kind, loggedAt) => this.registry.ownOperations.claim(key, kind, loggedAt),
+          recheck: () => this.fileSystem.commandRanIn(key, ''),
+          ended: () => this.registry.lifecycle(key) !== undefined,
+          log: this.log,
+        }),
+      );
+    }
+  }
+
+  dispose(): void {
+    for (const s of this.subscriptions) s.dispose();
+    for (const feed of this.feeds.values()) feed.stop();
+    this.feeds.clear();
+  }
+}
+
+/** The sandboxes of this window's workspace folders and editor tabs. */
+function shownSandboxes(): Set<string> {
+  const keys = new Set<string>();
+  const add = (uri: vscode.Uri | undefined) => {
+    if (uri?.scheme === SANDBOX_SCHEME) keys.add(uri.authority);
+  };
+  for (const folder of vscode.workspace.workspaceFolders ?? []) add(folder.uri);
+  for (const group of vscode.window.tabGroups.all) {
+    for (const tab of group.tabs) {
+      const input = tab.input;
+      if (input instanceof vscode.TabInputText || input instanceof vscode.TabInputCustom || input instanceof vscode.TabInputNotebook) add(input.uri);
+      else if (input instanceof vscode.TabInputTextDiff || input instanceof vscode.TabInputNotebookDiff) {
+        add(input.original);
+        add(input.modified);
+      }
+    }
+  }
+  return keys;
+}

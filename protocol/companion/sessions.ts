@@ -1,0 +1,185 @@
+// The session repository's methods (`sessions/*`, `revisions/*`): list, export, browse, save a sandbox as a
+// revision and open a revision in a sandbox. One feature of the method table in index.ts.
+import { z } from 'zod';
+import { Sha256DigestSchema, WorkspaceSnapshotReportSchema } from '../bundle';
+import {
+  CommittedSessionRevisionSchema,
+  IdentifierSchema,
+  RevisionSchema,
+  RevisionSummarySchema,
+  SessionSummarySchema,
+} from '../repository';
+import { SandboxCreateSpecSchema, SandboxRefSchema, SandboxSummarySchema } from '../sandboxes';
+import { defineMethod, withProgressToken } from './contract';
+
+/** The checkpoint of the examples below: Maka's golden fixture bundle, as the file repository stores it. */
+const EXAMPLE_CHECKPOINT = {
+  manifest: {
+    objectRef: 'maka-local-object://v1/9f2c',
+    digest: 'sha256:0cd8b83b480b1566b63210484b536ccd9710d9c69cdc8552ebeb04c4f245e30c',
+    bytes: 321,
+    mediaType: 'application/vnd.maka.session-checkpoint-manifest+json;version=1',
+  },
+  value: {
+    schemaVersion: 1,
+    compatibilityBundle: {
+      objectRef: 'maka-local-object://v1/56aadf143fb7072bfbba169941c43f397948f3a7569524aeee5109aeb20fbecd',
+      digest: 'sha256:c7c9efbe9fc8a1c84f22ec016985457d82070001c4579d5cecb1304459fed5e1',
+      bytes: 676,
+      mediaType: 'application/vnd.maka.session-bundle+tar;version=1;compression=zstd',
+    },
+  },
+};
+
+export const sessionMethods = {
+  'sessions/list': defineMethod('sessions/list', {
+    description: 'The sessions of the configured repository (the embedded file repository, or PostgreSQL), and where it is.',
+    params: z.object({}),
+    result: z.object({
+      repository: z.object({ kind: z.enum(['file', 'postgres']), location: z.string() }),
+      sessions: z.array(SessionSummarySchema),
+    }),
+    example: {
+      params: {},
+      result: {
+        repository: { kind: 'file', location: '/home/me/.local/share/sandbox-sessions/repository' },
+        sessions: [
+          {
+            sessionId: 'demo',
+            agentId: 'sandbox-sessions',
+            head: { sessionId: 'demo', revision: 'r2' },
+            oldestRetained: 'r1',
+            createdAt: '2026-11-29T10:00:00.000Z',
+            updatedAt: '2026-11-29T10:05:00.000Z',
+          },
+        ],
+      },
+    },
+  }),
+  'sessions/revisions': defineMethod('sessions/revisions', {
+    description: "A session's retained revisions, newest first.",
+    params: z.object({ sessionId: IdentifierSchema }),
+    result: z.object({ revisions: z.array(RevisionSummarySchema) }),
+    example: {
+      params: { sessionId: 'demo' },
+      result: {
+        revisions: [
+          {
+            ref: { sessionId: 'demo', revision: 'r1' },
+            checkpoint: EXAMPLE_CHECKPOINT,
+            committedAt: '2026-11-29T10:00:00.000Z',
+            isHead: true,
+          },
+        ],
+      },
+    },
+  }),
+  'sessions/export': defineMethod('sessions/export', {
+    description: "Writes a retained revision's bundle (default: the head) to a new file, verified while it is copied.",
+    params: z.object({ sessionId: IdentifierSchema, revision: RevisionSchema.optional(), destination: z.string().min(1) }),
+    result: z.object({
+      revision: z.object({ sessionId: IdentifierSchema, revision: RevisionSchema }),
+      path: z.string(),
+      digest: Sha256DigestSchema,
+      bytes: z.number().int(),
+    }),
+    example: {
+      params: { sessionId: 'demo', revision: 'r1', destination: '/home/me/demo-r1.tar.zst' },
+      result: {
+        revision: { sessionId: 'demo', revision: 'r1' },
+        path: '/home/me/demo-r1.tar.zst',
+        digest: 'sha256:c7c9efbe9fc8a1c84f22ec016985457d82070001c4579d5cecb1304459fed5e1',
+        bytes: 676,
+      },
+    },
+  }),
+  'revisions/list': defineMethod('revisions/list', {
+    description:
+      "One folder of a retained revision, read straight from its bundle: the first call decompresses the bundle once " +
+      'and indexes it (`indexBuilds` counts these in this server); later listings and reads come from the index. ' +
+      'The root holds `state/`, `workspace/` and `state-identity.json`.',
+    params: z.object({ sessionId: IdentifierSchema, revision: RevisionSchema, path: z.string().default('') }),
+    result: z.object({
+      entries: z.array(z.object({ name: z.string(), directory: z.boolean(), size: z.number().int().min(0) })),
+      indexBuilds: z.number().int().min(0),
+    }),
+    example: {
+      params: { sessionId: 'demo', revision: 'r1', path: 'workspace' },
+      result: { entries: [{ name: 'README.md', directory: false, size: 6 }], indexBuilds: 1 },
+    },
+  }),
+  'revisions/read': defineMethod('revisions/read', {
+    description: 'Bytes of one file of a retained revision (at most 786,000 per call; `offset`/`length` for more).',
+    params: z.object({
+      sessionId: IdentifierSchema,
+      revision: RevisionSchema,
+      path: z.string().min(1),
+      offset: z.number().int().min(0).default(0),
+      length: z.number().int().min(1).max(786_000).default(786_000),
+    }),
+    result: z.object({ contents: z.string(), size: z.number().int().min(0), truncated: z.boolean() }),
+    example: {
+      params: { sessionId: 'demo', revision: 'r1', path: 'workspace/README.md' },
+      result: { contents: 'Zmlyc3QK', size: 6, truncated: false },
+    },
+  }),
+  'sessions/saveSandbox': defineMethod('sessions/saveSandbox', {
+    description:
+      "Saves a sandbox's workspace as a session revision: snapshotted in place from a local sandbox's directory " +
+      '(else copied out through the gateway) under the V1 policy (exclusions listed; a secret file refuses the save, ' +
+      'named), packed and published, then `r1` of a new ' +
+      'session (no `expectedRevision`) or a compare-and-set commit on `expectedRevision` (`revision_conflict` if the ' +
+      'head moved). `commitId` makes a retry return the same revision.',
+    params: withProgressToken(
+      z.object({
+        sandbox: SandboxRefSchema,
+        sessionId: IdentifierSchema,
+        expectedRevision: RevisionSchema.optional(),
+        agentId: IdentifierSchema.optional(),
+        commitId: IdentifierSchema.optional(),
+      }),
+    ),
+    result: z.object({
+      revision: CommittedSessionRevisionSchema,
+      bundle: z.object({ digest: Sha256DigestSchema, bytes: z.number().int(), entryCount: z.number().int() }),
+      workspace: WorkspaceSnapshotReportSchema,
+    }),
+    progress: true,
+    example: {
+      params: { sandbox: { provider: 'local', context: 'local', namespace: 'default', name: 'sbx-7k2p9' }, sessionId: 'demo' },
+      result: {
+        revision: {
+          ref: { sessionId: 'demo', revision: 'r1' },
+          agentId: 'sandbox-sessions',
+          checkpoint: EXAMPLE_CHECKPOINT,
+        },
+        bundle: { digest: 'sha256:c7c9efbe9fc8a1c84f22ec016985457d82070001c4579d5cecb1304459fed5e1', bytes: 676, entryCount: 8 },
+        workspace: {
+          policyVersion: 1,
+          includedEntries: 3,
+          excludedEntries: [],
+          excludedEntriesByCategory: { source_control: 0, dependency_tree: 0, cache: 0, log: 0, runtime_scratch: 0 },
+          payloadBytes: 21,
+        },
+      },
+    },
+  }),
+  'sessions/openInSandbox': defineMethod('sessions/openInSandbox', {
+    description: 'Opens a retained revision (default: the head) in a new sandbox: checkout (verified), hydrate, create, upload the workspace.',
+    params: withProgressToken(z.object({ sessionId: IdentifierSchema, revision: RevisionSchema.optional(), sandbox: SandboxCreateSpecSchema })),
+    result: z.object({ sandbox: SandboxSummarySchema, revision: z.object({ sessionId: IdentifierSchema, revision: RevisionSchema }) }),
+    progress: true,
+    example: {
+      params: { sessionId: 'demo', revision: 'r1', sandbox: { provider: 'local', namespace: 'default', runtime: 'process' } },
+      result: {
+        sandbox: {
+          ref: { provider: 'local', context: 'local', namespace: 'default', name: 'sbx-q4m8z' },
+          key: 'local.local.default.sbx-q4m8z',
+          runtime: 'process',
+          phase: 'Ready',
+        },
+        revision: { sessionId: 'demo', revision: 'r1' },
+      },
+    },
+  }),
+} as const;

@@ -1,0 +1,166 @@
+// The local runtime's store of Runs: one record per Run (runs/<uid>/run.json is the authority,
+// written atomically under the Run's lock), the resourceVersion counter, the events a watch
+// follows (ADDED/MODIFIED/DELETED), loading the records after a restart and retiring a deleted
+// Run's files. It knows nothing of phases: the lifecycle (runLifecycle.ts) decides, this stores.
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { RunSchema, type Run, type TerminationMode } from '../../protocol/kruntimes/run';
+import { runNotFound } from './apiStatusError';
+import { readJsonRecord, writeJsonAtomic } from './atomicFile';
+import type { ContainerLog } from './containerLog';
+import type { LocalSession } from './localSession';
+import { RunLock } from './runLock';
+import { clone } from './runStatus';
+import type { StateLayout } from './stateRoot';
+
+export type RunEventType = 'ADDED' | 'MODIFIED' | 'DELETED';
+export interface RunEvent {
+  type: RunEventType;
+  object: Run;
+}
+
+/** A stored Run and what the daemon keeps beside it while it lives. */
+export interface RunEntry {
+  run: Run;
+  lock: RunLock;
+  session?: LocalSession;
+  /** The termination work in progress (drain/export or cancel), if any. */
+  terminating?: Promise<void>;
+  terminatingMode?: TerminationMode;
+  /** When the Run started, in ms (status.startTime has only second precision). */
+  startedMs?: number;
+  /** When it reached a terminal phase, in ms (for ttlSecondsAfterFinished). */
+  finishedMs?: number;
+  deleting?: boolean;
+  /** runtimed's log of the Run, opened on first use. */
+  log?: ContainerLog;
+  /** No more log lines will come: the Run is terminal and its session closed. */
+  logEnded?: boolean;
+}
+
+export function uidOf(entry: RunEntry): string {
+  return entry.run.metadata.uid as string;
+}
+
+export class RunRecords {
+  private readonly entries = new Map<string, RunEntry>();
+  private resourceVersion = 0;
+
+  constructor(
+    private readonly layout: StateLayout,
+    private readonly emit: (event: RunEvent) => void,
+    private readonly log: (line: string) => void,
+  ) {}
+
+  /** Reads every record (skipping unreadable ones) and finishes removals a crash interrupted. */
+  async load(): Promise<RunEntry[]> {
+    await fs.mkdir(this.layout.runsDir, { recursive: true, mode: 0o700 });
+    await fs.mkdir(this.layout.artifactStoreRoot, { recursive: true, mode: 0o700 });
+    for (const uid of await fs.readdir(this.layout.runsDir)) {
+      if (uid.startsWith('.deleted-')) {
+        await fs.rm(path.join(this.layout.runsDir, uid), { recursive: true, force: true });
+        continue;
+      }
+      let run: Run | undefined;
+      try {
+        run = await readJsonRecord(this.layout.runFile(uid), RunSchema);
+      } catch (err) {
+        this.log(`skipping run record ${uid}: ${(err as Error).message}`);
+        continue;
+      }
+      if (!run) continue;
+      const rv = Number(run.metadata.resourceVersion ?? '0');
+      if (Number.isFinite(rv)) this.resourceVersion = Math.max(this.resourceVersion, rv);
+      this.entries.set(uid, { run, lock: new RunLock() });
+    }
+    return [...this.entries.values()];
+  }
+
+  all(): IterableIterator<RunEntry> {
+    return this.entries.values();
+  }
+
+  has(uid: string): boolean {
+    return this.entries.has(uid);
+  }
+
+  byUid(uid: string): RunEntry | undefined {
+    return this.entries.get(uid);
+  }
+
+  findByName(namespace: string, name: string): RunEntry | undefined {
+    for (const e of this.entries.values()) {
+      if (e.run.metadata.namespace === namespace && e.run.metadata.name === name) return e;
+    }
+    return undefined;
+  }
+
+  /** The Run's entry, or the API's 404. */
+  mustFind(namespace: string, name: string): RunEntry {
+    const e = this.findByName(namespace, name);
+    if (!e) throw runNotFound(name);
+    return e;
+  }
+
+  /** Copies of the Runs of `namespace` (all when undefined), by name. */
+  list(namespace?: string): Run[] {
+    return [...this.entries.values()]
+      .map((e) => e.run)
+      .filter((r) => namespace === undefined || r.metadata.namespace === namespace)
+      .sort((a, b) => (a.metadata.name ?? '').localeCompare(b.metadata.name ?? ''))
+      .map(clone);
+  }
+
+  get listResourceVersion(): string {
+    return String(this.resourceVersion);
+  }
+
+  /** Writes the Run with the next resourceVersion and tells the watchers; call under the Run's lock. */
+  async persist(entry: RunEntry, type: RunEventType): Promise<void> {
+    this.resourceVersion++;
+    entry.run.metadata.resourceVersion = String(this.resourceVersion);
+    await writeJsonAtomic(this.layout.runFile(uidOf(entry)), entry.run);
+    this.emit({ type, object: clone(entry.run) });
+  }
+
+  /** Changes a Run under its lock and writes it; no-op after the Run was deleted. */
+  update(entry: RunEntry, mutate: (run: Run) => void): Promise<void> {
+    return entry.lock.run(async () => {
+      if (!this.entries.has(uidOf(entry))) return;
+      mutate(entry.run);
+      await this.persist(entry, 'MODIFIED');
+    });
+  }
+
+  /** Stores a new Run (its directory, then its record) and returns its entry. */
+  async add(run: Run): Promise<RunEntry> {
+    const uid = run.metadata.uid as string;
+    await fs.mkdir(this.layout.runDir(uid), { recursive: true, mode: 0o700 });
+    const entry: RunEntry = { run, lock: new RunLock() };
+    this.entries.set(uid, entry);
+    await entry.lock.run(() => this.persist(entry, 'ADDED'));
+    return entry;
+  }
+
+  /**
+   * Removes the Run's exported artifacts and files under its lock (`retired` runs just before the DELETED
+   * event); false when it was removed meanwhile.
+   */
+  remove(entry: RunEntry, retired: () => void): Promise<boolean> {
+    const uid = uidOf(entry);
+    const namespace = entry.run.metadata.namespace ?? 'default';
+    return entry.lock.run(async () => {
+      if (!this.entries.has(uid)) return false; // deleted meanwhile (e.g. by ttlSecondsAfterFinished)
+      // Artifacts first, the run record last: a crash in between leaves a Run that can be deleted again.
+      await fs.rm(path.join(this.layout.artifactStoreRoot, 'namespaces', namespace, 'runs', uid), { recursive: true, force: true });
+      // One atomic rename retires the whole Run; the removal after it may be interrupted safely.
+      const trash = path.join(this.layout.runsDir, `.deleted-${uid}`);
+      await fs.rename(this.layout.runDir(uid), trash).catch(() => undefined);
+      await fs.rm(trash, { recursive: true, force: true });
+      this.entries.delete(uid);
+      retired();
+      this.emit({ type: 'DELETED', object: clone(entry.run) });
+      return true;
+    });
+  }
+}

@@ -1,0 +1,142 @@
+// Moving a whole session into or out of a sandbox as ONE file, for sandboxes whose image can run `tar` with zstd
+// (seed 000: "upload and unpack the bundle at fixed paths", "repack, download"): far fewer gateway calls than a
+// file-by-file copy when the sandbox is remote (OpenSandbox, a cluster). In: the checked-out bundle, verified here
+// first, is uploaded as `bundle.tar.zst` and unpacked with `tar --zstd -xf`. Out: the sandbox packs its session dir
+// with `tar --zstd -c` (plain USTAR, links followed as the gateway would), the file is downloaded and read here by a
+// strict, bounded reader (regular files and directories only, confined paths, quotas) into a private tree — which
+// the caller then packs with our codec through the snapshot policy, so the bundle is byte-compatible with Maka
+// whatever tar the image has. The sandbox's tar is never trusted to write a Session Bundle.
+import fsp from 'node:fs/promises';
+import path from 'node:path';
+import posix from 'node:path/posix';
+import type { SessionBundleLimits, WorkspaceSnapshotReport } from '../../protocol/bundle';
+import type { GatewayClient } from '../../protocol/kruntimes/gatewayClient';
+import { GatewayError } from '../../protocol/kruntimes/gatewayErrors';
+import { inspectSessionBundle } from '../bundle';
+import { readSessionTarball } from './tarballReader';
+import { downloadFile, TransferError, uploadFile } from './transfer';
+
+export { readSessionTarball } from './tarballReader';
+
+/** Where the one-file transfers sit inside the sandbox, beside (never inside) the session directory. */
+export const TARBALL_DIR = 'activation';
+const BUNDLE_IN = `${TARBALL_DIR}/bundle.tar.zst`;
+const SESSION_OUT = `${TARBALL_DIR}/session-out.tar.zst`;
+
+/** What a sandbox answered when asked whether it can unpack and pack `tar.zst` (cached per client). */
+const capability = new WeakMap<GatewayClient, Promise<{ ok: true } | { ok: false; reason: string }>>();
+
+/**
+ * Whether the sandbox's image has a POSIX shell, GNU tar with `--zstd` and the `zstd` program that tar runs; else
+ * the reason, in words, for the log and the progress message (the caller falls back to a file-by-file copy).
+ */
+export function tarballSupport(client: GatewayClient, options: { signal?: AbortSignal } = {}): Promise<{ ok: true } | { ok: false; reason: string }> {
+  let known = capability.get(client);
+  if (known === undefined) {
+    const script =
+      'command -v tar >/dev/null 2>&1 || { echo "the image has no tar"; exit 3; }; ' +
+      'command -v zstd >/dev/null 2>&1 || { echo "the image has tar but no zstd program (tar --zstd needs it)"; exit 3; }; ' +
+      'tar --version 2>/dev/null | head -n 1 | grep -q "GNU tar" || { echo "the image\'s tar is not GNU tar"; exit 3; }';
+    known = client.runCommand({ argv: ['sh', '-c', script] }, options).then(
+      (out) => (out.exitCode === 0 ? { ok: true as const } : { ok: false as const, reason: out.stdout.toString('utf8').trim() || `the probe exited ${out.exitCode}` }),
+      (err: unknown) => {
+        if (err instanceof GatewayError) return { ok: false as const, reason: `the probe failed: ${err.message}` };
+        throw err;
+      },
+    );
+    capability.set(client, known);
+    // A cancelled probe is not an answer: ask again next time.
+    known.catch(() => capability.delete(client));
+  }
+  return known;
+}
+
+async function runChecked(client: GatewayClient, script: string, args: string[], what: string, signal?: AbortSignal): Promise<void> {
+  const out = await client.runCommand({ argv: ['sh', '-c', script, 'sh', ...args] }, { signal });
+  if (out.exitCode !== 0) {
+    throw new TransferError('transfer_failed', `${what} failed in the sandbox (exit ${out.exitCode}): ${out.stderr.toString('utf8').trim().slice(0, 500)}`);
+  }
+}
+
+/**
+ * Uploads a checked-out Session Bundle as one file and unpacks it at `dir` (relative to the sandbox root; must not
+ * exist). The bundle is verified here first (every byte, against `expectedArchiveDigest`), so what tar unpacks is a
+ * canonical archive: no links, no `..`, no absolute paths. Returns the state identity bytes, which are not part of
+ * the layout the sandbox sees (they are read back and removed with the manifest).
+ */
+export async function unpackBundleIn(
+  client: GatewayClient,
+  bundle: { path: string; expectedArchiveDigest: string },
+  input: { dir: string; sessionId: string; limits: SessionBundleLimits; signal?: AbortSignal | undefined },
+): Promise<{ mediaType: string; bytes: Uint8Array }> {
+  const signal = input.signal;
+  const inspection = await inspectSessionBundle({ source: { path: bundle.path, expectedArchiveDigest: bundle.expectedArchiveDigest }, limits: input.limits });
+  if (inspection.manifest.envelope.sessionId !== input.sessionId) {
+    throw new TransferError('transfer_failed', `the checked-out bundle belongs to session ${inspection.manifest.envelope.sessionId}, not ${input.sessionId}`);
+  }
+  await client.createDirectory(TARBALL_DIR, { signal });
+  await uploadFile(client, bundle.path, BUNDLE_IN, { signal });
+  await runChecked(
+    client,
+    'set -e; mkdir -m 0755 -- "$2"; tar --zstd -xf "$1" -C "$2" --no-same-owner; rm -f -- "$1" "$2/manifest.json"',
+    [BUNDLE_IN, input.dir],
+    'unpacking the session bundle',
+    signal,
+  );
+  const identityPath = posix.join(input.dir, 'state-identity.json');
+  const identity = await client.read(identityPath, { maxBytes: Math.min(input.limits.maxStateIdentityBytes + 1, 786_000) }, { signal });
+  if (identity.truncated || identity.contents.length > input.limits.maxStateIdentityBytes) {
+    throw new TransferError('transfer_failed', 'the state identity in the sandbox is larger than the bundle limits allow');
+  }
+  await client.deleteFile(identityPath, {}, { signal });
+  return { mediaType: inspection.manifest.stateIdentity.mediaType, bytes: identity.contents };
+}
+
+/** What `packSessionOut` brought back: the two roots under `into`, and what the policy left in the sandbox. */
+export interface UnpackedSession {
+  stateRoot: string;
+  workspaceRoot: string;
+  skipped: WorkspaceSnapshotReport['excludedEntries'];
+  /** Bytes of the compressed tarball that crossed the gateway. */
+  transferredBytes: number;
+}
+
+/**
+ * Packs `dir/state` and `dir/workspace` inside the sandbox into one `tar.zst` (symbolic and hard links followed, as
+ * a file-by-file copy through the gateway would), downloads it and unpacks it with `readSessionTarball` into `into`
+ * (which must not exist). Entries the snapshot policy excludes from the workspace are read past, not written, and
+ * reported as skipped.
+ */
+export async function packSessionOut(
+  client: GatewayClient,
+  input: { dir: string; into: string; limits: SessionBundleLimits; signal?: AbortSignal | undefined },
+): Promise<UnpackedSession> {
+  const signal = input.signal;
+  await client.createDirectory(TARBALL_DIR, { signal });
+  await runChecked(
+    client,
+    'set -e; rm -f -- "$1"; tar --zstd -cf "$1" --format=ustar --numeric-owner --owner=0 --group=0 --dereference --hard-dereference -C "$2" state workspace',
+    [SESSION_OUT, input.dir],
+    'packing the session',
+    signal,
+  );
+  try {
+    let size: number | undefined;
+    for await (const e of client.list(TARBALL_DIR, { signal })) if (e.path === posix.basename(SESSION_OUT)) size = e.sizeBytes ?? 0;
+    if (size === undefined) throw new TransferError('transfer_failed', 'the packed session is missing in the sandbox');
+    if (size > input.limits.maxCompressedBytes) {
+      throw new TransferError('transfer_failed', `the packed session is ${size} bytes, more than the bundle limit of ${input.limits.maxCompressedBytes}`);
+    }
+    await fsp.mkdir(input.into, { mode: 0o700 });
+    const file = path.join(input.into, 'session.tar.zst');
+    await downloadFile(client, SESSION_OUT, file, size, { signal });
+    try {
+      const unpacked = await readSessionTarball(file, path.join(input.into, 'tree'), input.limits);
+      return { ...unpacked, transferredBytes: size };
+    } finally {
+      await fsp.rm(file, { force: true });
+    }
+  } finally {
+    await client.deleteFile(SESSION_OUT, {}, { signal }).catch(() => undefined);
+  }
+}

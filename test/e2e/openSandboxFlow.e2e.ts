@@ -1,0 +1,185 @@
+// A person's flow with an OpenSandbox sandbox in a real VS Code (code-server, the packaged
+// extension installed) driven in headless Chromium, against the OpenSandbox SIMULATOR
+// (test/fixtures/opensandbox): open the sandbox as a workspace folder → edit and save a file →
+// `ls` and a failing command in the Sandbox terminal → Ctrl+C a `sleep` (execd interrupts it) →
+// Open Interactive Terminal: a PTY in the sandbox runs vi, which writes an artifact → Close
+// Sandbox (Drain) → the artifacts are downloaded, verified against their digests, and the
+// sandbox is gone from the OpenSandbox server. The local gateway daemon holds the OpenSandbox
+// connection (the file the companion writes, 0600 in its state root); the window only ever talks
+// to the daemon. Screenshots of every step land in test/e2e/screenshots/.
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import type { Run } from '../../protocol/kruntimes/run';
+import { ensureGateway, stopGateway } from '../../server/gateway/daemonClient';
+import { LocalGatewayClient, endpointPathOf } from '../../server/gateway/localClient';
+import type { ExecRecord } from '../../server/local/execRecord';
+import { writeConnectionFile } from '../../server/sandboxes/opensandbox/connectionFile';
+import { packageExtension, REPO_ROOT } from '../../scripts/packageExtension';
+import { type CodeServer, startCodeServer } from '../../scripts/vscodeHost';
+import { startOpenSandboxSimulator, type OpenSandboxSimulator } from '../fixtures/opensandbox/simulator';
+import { launchWorkbench, type Workbench } from './workbench';
+
+const NAME = 'osb-e2e';
+
+describe('e2e: an OpenSandbox sandbox from open to Drain, with an interactive terminal (simulator)', function () {
+  this.timeout(180_000);
+  let work: string;
+  let stateDir: string;
+  let simulator: OpenSandboxSimulator;
+  let server: CodeServer;
+  let browser: Browser;
+  let page: Page;
+  let wb: Workbench;
+  let api: LocalGatewayClient;
+  let run: Run;
+
+  const readSandboxFile = async (p: string): Promise<string> => {
+    const gw = await ensureGateway({ stateDir });
+    const res = await fetch(`${gw.url}${endpointPathOf(run)}/files/${p}`, { headers: { authorization: `Bearer ${gw.token}` } });
+    const body = (await res.json()) as { contents: string | null };
+    return Buffer.from(body.contents ?? '', 'base64').toString('utf8');
+  };
+
+  /** The daemon's record of the one command whose text includes `text`, once `ready` holds for it (bounded). */
+  const operation = async (text: string, ready: (r: ExecRecord) => boolean, timeoutMs = 20_000): Promise<ExecRecord> => {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const found = (await api.operations('default', NAME)).filter((r) => r.summary.includes(text));
+      if (found[0] && ready(found[0])) return found[0];
+      if (Date.now() > deadline) throw new Error(`the command "${text}" never got there: ${JSON.stringify(found[0] ?? 'no record')}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  };
+
+  /** Sandboxes the OpenSandbox server has, as its lifecycle API lists them. */
+  const openSandboxCount = async (): Promise<number> => {
+    const res = await fetch(`${simulator.url}/v1/sandboxes?pageSize=200`, { headers: { 'OPEN-SANDBOX-API-KEY': simulator.apiKey ?? '' } });
+    return ((await res.json()) as { items: unknown[] }).items.length;
+  };
+
+  before(async () => {
+    work = fs.mkdtempSync(path.join(os.tmpdir(), 'sandbox-sessions-e2e-osb-'));
+    stateDir = path.join(work, 'state');
+    const vsix = packageExtension();
+    simulator = await startOpenSandboxSimulator();
+    // What "Set OpenSandbox API Key…" makes the companion hand the daemon (covered by the integration suite).
+    await writeConnectionFile(stateDir, { domain: simulator.url, apiKey: simulator.apiKey ?? '' });
+    const gateway = await ensureGateway({ stateDir, command: [process.execPath, path.join(REPO_ROOT, 'dist/server.js'), 'gateway'] });
+    api = new LocalGatewayClient(gateway.url, gateway.token);
+    const created = await api.createRun('default', {
+      apiVersion: 'kruntimes.io/v1alpha1',
+      kind: 'Run',
+      metadata: { name: NAME, namespace: 'default' },
+      spec: { runtime: 'opensandbox', mode: { session: { idleTimeoutSeconds: 900 } } },
+    });
+    run = await api.waitPhase('default', created.metadata.name ?? NAME, ['Ready']);
+    assert.equal(await openSandboxCount(), 1, 'the Run has its sandbox on the OpenSandbox server');
+    await api.execute(endpointPathOf(run), { command: { shell: 'printf "hello\\n" > hello.txt && mkdir -p src && printf "console.log(1)\\n" > src/app.js' } });
+
+    server = await startCodeServer({ workDir: work, env: { SANDBOX_SESSIONS_STATE_DIR: stateDir }, installVsix: vsix });
+    ({ browser, page, wb } = await launchWorkbench('opensandbox'));
+    await page.goto(server.url);
+    await wb.waitForWorkbench();
+  });
+
+  afterEach(async function () {
+    await wb?.screenshotIfFailed(this.currentTest);
+  });
+
+  after(async () => {
+    await browser?.close().catch(() => undefined);
+    await server?.stop();
+    await stopGateway({ stateDir });
+    await simulator?.close();
+  });
+
+  it('opens the OpenSandbox sandbox as the workspace folder from the palette', async () => {
+    await wb.runCommand('Sandbox Sessions: Open Sandbox');
+    await wb.pick(NAME);
+    await wb.notificationButton(new RegExp(`Open sandbox ${NAME} as a folder`), 'Open Here');
+    await page.waitForURL(new RegExp(`workspace=.*${NAME}`), { timeout: 60_000 });
+    await wb.waitForWorkbench();
+    await wb.explorerItem('hello.txt').waitFor({ timeout: 60_000 });
+    await wb.screenshot('explorer');
+    assert.ok(await wb.explorerItem('src').isVisible());
+  });
+
+  it('edits and saves a file; the sandbox has the new content', async () => {
+    await wb.explorerItem('hello.txt').click();
+    const editor = page.locator('.editor-instance .monaco-editor').first();
+    await editor.waitFor();
+    await editor.click();
+    await page.keyboard.press('Control+End');
+    await page.keyboard.type('edited in VS Code');
+    await page.keyboard.press('Control+S');
+    const deadline = Date.now() + 20_000;
+    while (!(await readSandboxFile('hello.txt')).includes('edited in VS Code')) {
+      if (Date.now() > deadline) throw new Error(`saved content never reached the sandbox: ${await readSandboxFile('hello.txt')}`);
+      await page.waitForTimeout(200);
+    }
+    await wb.screenshot('saved');
+  });
+
+  it('runs ls and a failing command in the Sandbox terminal', async () => {
+    await wb.runCommand('Sandbox Sessions: Open Terminal');
+    await wb.waitForTerminalText(new RegExp(`${NAME}:/\\$`));
+    await wb.typeInTerminal('ls');
+    // The next line is typed once the prompt is back (typing while a command runs is its input).
+    await wb.waitForTerminalText(new RegExp(`hello\\.txt\\s+src\\s+${NAME}:/\\$ *$`, 'm'));
+    await wb.typeInTerminal("sh -c 'exit 7'");
+    await wb.waitForTerminalText(/\[exit 7\]/);
+    await wb.screenshot('terminal');
+  });
+
+  it('stops a sleep with Ctrl+C: execd interrupts it and the daemon records it cancelled', async () => {
+    const sleep = `sleep 60.${Date.now() % 100_000}`;
+    const started = Date.now();
+    await wb.typeInTerminal(sleep);
+    await operation(sleep, (r) => r.state === 'running');
+    await page.keyboard.press('Control+C');
+    await wb.waitForTerminalText(/\[cancelled\]/, 15_000);
+    const ended = await operation(sleep, (r) => r.state !== 'running');
+    assert.equal(ended.outcome, 'cancelled', JSON.stringify(ended));
+    assert.ok(Date.now() - started < 30_000);
+    await wb.typeInTerminal('printf report > "$KRUNTIME_ARTIFACTS_DIR/report.txt"');
+    assert.equal((await operation('printf report', (r) => r.state !== 'running')).outcome, 'succeeded');
+    await wb.screenshot('ctrl-c');
+  });
+
+  it('Open Interactive Terminal: vi runs full-screen in the sandbox’s PTY and writes an artifact', async () => {
+    await wb.runCommand('Sandbox Sessions: Open Interactive Terminal');
+    await wb.waitForTerminalText(/Interactive terminal of osb-e2e[\s\S]*[$#] *$/m);
+    await wb.typeInTerminal('tty; stty size');
+    await wb.waitForTerminalText(/\/dev\/pts\/\d+\s+\d+ \d+/);
+    await wb.typeInTerminal('vi -u NONE /artifacts/vi-notes.txt');
+    // Full screen: vi's empty-line markers fill the terminal and its status line names the file.
+    await wb.waitForTerminalText(/~\s+~\s+~[\s\S]*vi-notes\.txt/);
+    await page.keyboard.type('iwritten in vi', { delay: 10 });
+    await wb.screenshot('pty-vi');
+    await page.keyboard.press('Escape');
+    await page.keyboard.type(':wq', { delay: 10 });
+    await page.keyboard.press('Enter');
+    await wb.waitForTerminalText(/vi-notes\.txt[\s\S]*[$#] *$/m);
+    await wb.typeInTerminal('cat /artifacts/vi-notes.txt');
+    await wb.waitForTerminalText(/cat \/artifacts\/vi-notes\.txt\s+written in vi/);
+    await wb.screenshot('pty-after-vi');
+  });
+
+  it('closes the sandbox with Drain, downloads and verifies its artifacts; the OpenSandbox sandbox is deleted', async () => {
+    const downloads = path.join(work, 'downloads');
+    fs.mkdirSync(downloads, { recursive: true });
+    await wb.runCommand('Sandbox Sessions: Close Sandbox (Drain)');
+    await wb.notificationButton(new RegExp(`${NAME} closed with 2 artifact`), 'Download Artifacts…');
+    await wb.chooseFolderInDialog(downloads, 'Download Here', 'download-dialog');
+    await wb.waitForNotification(/Downloaded 2 verified artifact/);
+    await wb.screenshot('downloaded');
+    assert.equal(fs.readFileSync(path.join(downloads, NAME, 'report.txt'), 'utf8'), 'report');
+    assert.equal(fs.readFileSync(path.join(downloads, NAME, 'vi-notes.txt'), 'utf8'), 'written in vi\n');
+    const final = await api.getRun('default', NAME);
+    assert.equal(final.status?.phase, 'Succeeded');
+    assert.equal(await openSandboxCount(), 0, 'no sandbox is left on the OpenSandbox server');
+  });
+});

@@ -1,0 +1,131 @@
+// OpenSandbox in a real VS Code, against the OpenSandbox SIMULATOR that run.ts starts: set up as a
+// person does (the domain setting, the API key through "Set OpenSandbox API Key…", kept in secret
+// storage), New Sandbox → OpenSandbox, files through the sandbox: file system (what an opened
+// folder uses), saving a file in an editor, and a command in the Sandbox terminal; the sandbox is
+// gone from the OpenSandbox server once the sandbox is closed with Drain.
+import assert from 'node:assert/strict';
+import * as vscode from 'vscode';
+import type { SandboxSummary } from '../../../protocol/sandboxes';
+import { api, newLocalSandbox, plain, until } from './helpers';
+
+const DOMAIN = process.env.SANDBOX_SESSIONS_IT_OPENSANDBOX_DOMAIN ?? '';
+const KEY = process.env.SANDBOX_SESSIONS_IT_OPENSANDBOX_KEY ?? '';
+
+/** Sandboxes the OpenSandbox server has, as its lifecycle API lists them. */
+async function openSandboxCount(): Promise<number> {
+  const res = await fetch(`${DOMAIN}/v1/sandboxes?pageSize=200`, { headers: { 'OPEN-SANDBOX-API-KEY': KEY } });
+  assert.equal(res.status, 200);
+  return ((await res.json()) as { items: unknown[] }).items.length;
+}
+
+describe('OpenSandbox sandboxes in VS Code (simulator)', () => {
+  let sandbox: SandboxSummary;
+  const uri = (p = '') => vscode.Uri.from({ scheme: 'sandbox', authority: sandbox.key, path: `/${p}` });
+  const read = async (u: vscode.Uri) => new TextDecoder().decode(await vscode.workspace.fs.readFile(u));
+
+  before(function () {
+    if (!DOMAIN) this.skip(); // run.ts always starts the simulator; this guards a hand-made run
+  });
+  after(async () => {
+    await vscode.workspace.getConfiguration('sandboxSessions.opensandbox').update('domain', undefined, vscode.ConfigurationTarget.Global);
+  });
+
+  it('is offered once the domain and API key are set, and New Sandbox → OpenSandbox creates a Ready sandbox there', async () => {
+    const { companion } = await api();
+    const before = await openSandboxCount();
+    await vscode.workspace.getConfiguration('sandboxSessions.opensandbox').update('domain', DOMAIN, vscode.ConfigurationTarget.Global);
+    assert.equal(await vscode.commands.executeCommand('sandboxSessions.setOpenSandboxApiKey', KEY), true);
+    await until(async () => {
+      const { providers } = await companion.request('providers/list', {});
+      return providers.find((p) => p.kind === 'local')?.runtimes.find((r) => r.name === 'opensandbox')?.available === true;
+    }, 'the opensandbox backend to be available');
+    const created = await vscode.commands.executeCommand<SandboxSummary | undefined>('sandboxSessions.newSandbox', { provider: 'local', runtime: 'opensandbox', open: false });
+    assert.ok(created, 'New Sandbox returned the sandbox');
+    sandbox = created;
+    assert.equal(sandbox.phase, 'Ready');
+    assert.equal(sandbox.runtime, 'opensandbox');
+    assert.equal(await openSandboxCount(), before + 1, 'one more sandbox on the OpenSandbox server');
+  });
+
+  it('writes, lists and saves files through the sandbox: file system', async () => {
+    await vscode.workspace.fs.createDirectory(uri('src'));
+    await vscode.workspace.fs.writeFile(uri('src/hello.txt'), new TextEncoder().encode('hello opensandbox\n'));
+    assert.deepEqual(await vscode.workspace.fs.readDirectory(uri('src')), [['hello.txt', vscode.FileType.File]]);
+    const doc = await vscode.workspace.openTextDocument(uri('src/hello.txt'));
+    const editor = await vscode.window.showTextDocument(doc);
+    try {
+      assert.ok(await editor.edit((b) => b.insert(doc.lineAt(doc.lineCount - 1).range.end, 'saved from the editor\n')));
+      assert.equal(await doc.save(), true, 'the save succeeded');
+    } finally {
+      await vscode.commands.executeCommand('workbench.action.closeActiveEditor');
+    }
+    assert.equal(await read(uri('src/hello.txt')), 'hello opensandbox\nsaved from the editor\n');
+  });
+
+  it('runs commands in a Sandbox terminal, in the sandbox', async () => {
+    const exported = await api();
+    const terminal = await vscode.commands.executeCommand<vscode.Terminal | undefined>('sandboxSessions.openTerminal', sandbox.key);
+    assert.ok(terminal, 'a terminal was opened');
+    const screen = () => plain(exported.terminalTranscript(terminal) ?? '');
+    try {
+      await until(() => screen().includes(`${sandbox.ref.name}:/$ `), 'the prompt');
+      terminal.sendText('cat src/hello.txt; pwd; echo made > src/made.txt; sh -c "exit 5"', true);
+      await until(() => /\[exit 5\]/.test(screen()), 'the command to finish', 30_000);
+      assert.match(screen(), /hello opensandbox\r\nsaved from the editor\r\n\/workspace\r\n/);
+      assert.equal(await read(uri('src/made.txt')), 'made\n');
+    } finally {
+      terminal.dispose();
+    }
+  });
+
+  it('Open Interactive Terminal: a real tty in the sandbox, Ctrl+C as a byte, the exit code closes the terminal', async () => {
+    const exported = await api();
+    const terminal = await vscode.commands.executeCommand<vscode.Terminal | undefined>('sandboxSessions.openInteractiveTerminal', sandbox.key);
+    assert.ok(terminal, 'an interactive terminal was opened');
+    const screen = () => plain(exported.terminalTranscript(terminal) ?? '');
+    const closed = new Promise<vscode.Terminal>((resolve) => {
+      const sub = vscode.window.onDidCloseTerminal((t) => {
+        if (t === terminal) {
+          sub.dispose();
+          resolve(t);
+        }
+      });
+    });
+    try {
+      terminal.show();
+      await until(() => /[$#] $/m.test(screen()), 'the shell prompt', 30_000);
+      terminal.sendText('cat src/made.txt; tty', true);
+      await until(() => /made\r\n\/dev\/pts\/\d+/.test(screen()), 'a real tty in the sandbox', 30_000);
+      terminal.sendText(`sh -c 'printf "sl%sping\\n" ee; exec sleep 60'`, true);
+      await until(() => /^sleeping$/m.test(screen()), 'sleep to start', 30_000);
+      terminal.sendText('\x03', false);
+      await until(() => /\^C/.test(screen()), 'Ctrl+C to reach the program', 15_000);
+      terminal.sendText('echo "rc=$?"; exit 4', true);
+      const ended = await closed;
+      assert.equal(ended.exitStatus?.code, 4, screen());
+      assert.match(screen(), /rc=130/);
+    } finally {
+      terminal.dispose();
+    }
+  });
+
+  it('Open Interactive Terminal on a local process sandbox says why there is none', async () => {
+    const local = await newLocalSandbox();
+    const before = vscode.window.terminals.length;
+    const answer = await vscode.commands.executeCommand<vscode.Terminal | string | undefined>('sandboxSessions.openInteractiveTerminal', local.key);
+    assert.equal(typeof answer, 'string', 'the command answers with the reason it shows');
+    assert.match(answer as string, /has no interactive terminal: its backend \(process\) runs each command on its own, without a PTY/);
+    assert.match(answer as string, /line-based Sandbox terminal/);
+    assert.equal(vscode.window.terminals.length, before, 'no terminal was opened');
+    const { companion } = await api();
+    await companion.request('sandboxes/terminate', { ref: local.ref, mode: 'Immediate', wait: true });
+  });
+
+  it('Close (Drain) ends the sandbox and deletes it on the OpenSandbox server', async () => {
+    const { companion } = await api();
+    const before = await openSandboxCount();
+    const { sandbox: closed } = await companion.request('sandboxes/terminate', { ref: sandbox.ref, mode: 'Drain', wait: true });
+    assert.equal(closed.phase, 'Succeeded');
+    assert.equal(await openSandboxCount(), before - 1);
+  });
+});

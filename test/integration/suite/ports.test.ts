@@ -1,0 +1,126 @@
+// Port forwarding in a real VS Code: `python3 -m http.server PORT` started in a Sandbox terminal prints
+// its address, the terminal offers it as a link, following it forwards the port, the Ports section
+// shows it, and the forwarded address answers with the sandbox's files — on a local sandbox (whose
+// server already listens on this machine) and on the cluster SIMULATOR's kruntimes sandbox
+// (through a pods/portforward; stopping the forward closes the address). A forward ends with its
+// sandbox, and a sandbox that ended is refused.
+import assert from 'node:assert/strict';
+import net from 'node:net';
+import * as vscode from 'vscode';
+import type { PortForward } from '../../../protocol/ports';
+import type { SandboxSummary } from '../../../protocol/sandboxes';
+import { api, newLocalSandbox, plain, until } from './helpers';
+
+const freePort = () =>
+  new Promise<number>((resolve) => {
+    const s = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as net.AddressInfo;
+      s.close(() => resolve(port));
+    });
+  });
+
+const accepts = (port: number) =>
+  new Promise<boolean>((resolve) => {
+    const socket = net.connect(port, '127.0.0.1');
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+
+/** A Sandbox terminal serving the sandbox's folder on `port`, and the link it offers for the printed address. */
+async function serveInTerminal(sandbox: SandboxSummary, port: number) {
+  const exported = await api();
+  const terminal = await vscode.commands.executeCommand<vscode.Terminal | undefined>('sandboxSessions.openTerminal', sandbox.key);
+  assert.ok(terminal, 'a terminal was opened');
+  const screen = () => plain(exported.terminalTranscript(terminal) ?? '');
+  await until(() => screen().includes(`${sandbox.ref.name}:/$ `), 'the prompt', 30_000);
+  const prompts = () => screen().split(`\n${sandbox.ref.name}:`).length - 1;
+  const before = prompts();
+  terminal.sendText('echo served-file > hello.txt', true);
+  await until(() => prompts() > before, 'the prompt after writing the file', 30_000);
+  // As a person types it: no -u, no --bind (the terminal sets PYTHONUNBUFFERED=1, so the line shows
+  // without a tty; run.ts keeps the machine's own PYTHONUNBUFFERED out). A free port rather than
+  // 8000: the sandboxes share this machine's network with every other test run on it.
+  terminal.sendText(`python3 -m http.server ${port}`, true);
+  const printed = `(http://0.0.0.0:${port}/)`;
+  await until(() => screen().includes(printed), 'the server to print its address', 30_000);
+  const line = screen().split(/\r?\n/).find((l) => l.includes(printed)) ?? '';
+  const links = exported.ports.links.provideTerminalLinks({ terminal, line });
+  const link = links.find((l) => l.port === port);
+  assert.ok(link, `a link for port ${port} in ${JSON.stringify(line)}`);
+  assert.match(String(link.tooltip), new RegExp(`Forward port ${port} of sandbox ${sandbox.ref.name}`));
+  return { terminal, link, screen };
+}
+
+/** The forwards the Ports section shows, as VS Code asks its tree. */
+async function portNodes(): Promise<PortForward[]> {
+  const { tree } = (await api()).ports;
+  const out: PortForward[] = [];
+  for (const s of tree.getChildren()) for (const p of tree.getChildren(s)) if (p.kind === 'port') out.push(p.forward);
+  return out;
+}
+
+describe('Port forwarding', () => {
+  it('local sandbox: the address python3 -m http.server prints is offered, forwarded and answers; it ends with the sandbox', async () => {
+    const exported = await api();
+    const sandbox = await newLocalSandbox();
+    const port = await freePort();
+    const { terminal, link } = await serveInTerminal(sandbox, port);
+    try {
+      const forward = await exported.ports.links.forwardLink(link);
+      assert.equal(forward.via, 'host');
+      assert.equal(forward.localHost, '127.0.0.1');
+      assert.equal(forward.localPort, port);
+      assert.match(forward.message, /already listens on this machine/);
+      const res = await fetch(forward.url);
+      assert.equal(res.status, 200);
+      assert.match(await res.text(), /hello\.txt/);
+      const shown = (await portNodes()).find((f) => f.id === forward.id);
+      assert.ok(shown, 'the Ports section shows the forward');
+      const item = exported.ports.tree.getTreeItem({ kind: 'port', forward });
+      assert.equal(item.description, `127.0.0.1:${port} (listens here)`);
+      terminal.sendText('\x03', false);
+      await exported.companion.request('sandboxes/terminate', { ref: sandbox.ref, mode: 'Immediate', wait: true });
+      await until(() => !exported.ports.forwards.all().some((f) => f.id === forward.id), 'the forward to end with its sandbox', 20_000);
+      await assert.rejects(exported.companion.request('ports/forward', { ref: sandbox.ref, port }), /has ended \(Cancelled\)/);
+    } finally {
+      terminal.dispose();
+    }
+  });
+
+  it('kruntimes sandbox (simulator): the printed address is forwarded through the API server, answers, and stops answering once stopped', async () => {
+    const exported = await api();
+    const sandbox = await vscode.commands.executeCommand<SandboxSummary | undefined>('sandboxSessions.newSandbox', {
+      provider: 'kruntimes',
+      context: 'simulator',
+      namespace: 'default',
+      runtime: 'bash',
+      open: false,
+    });
+    assert.ok(sandbox, 'New Sandbox returned the sandbox');
+    const port = await freePort();
+    const { terminal, link, screen } = await serveInTerminal(sandbox, port);
+    try {
+      const forward = await exported.ports.links.forwardLink(link);
+      assert.equal(forward.via, 'port-forward');
+      assert.equal(forward.localHost, '127.0.0.1');
+      assert.notEqual(forward.localPort, port);
+      const res = await fetch(forward.url);
+      assert.equal(res.status, 200);
+      assert.match(await res.text(), /hello\.txt/);
+      // The request reached the sandbox's server (its log line in the terminal).
+      await until(() => /"GET \/ HTTP\/1\.1" 200/.test(screen()), 'the server to log the request');
+      assert.ok((await portNodes()).some((f) => f.id === forward.id), 'the Ports section shows the forward');
+      await vscode.commands.executeCommand('sandboxSessions.stopForwardedPort', { kind: 'port', forward });
+      assert.equal(exported.ports.forwards.all().some((f) => f.id === forward.id), false);
+      assert.equal(await accepts(forward.localPort), false, 'the forwarded address stops answering');
+      terminal.sendText('\x03', false);
+      await exported.companion.request('sandboxes/terminate', { ref: sandbox.ref, mode: 'Immediate', wait: true });
+      await assert.rejects(exported.companion.request('ports/forward', { ref: sandbox.ref, port }), /has ended \(Cancelled\): nothing runs in it/);
+    } finally {
+      terminal.dispose();
+    }
+  });
+});

@@ -1,0 +1,148 @@
+// The MCP server's session tools and `sandbox://` resources, driven by the official SDK client over
+// stdio on the real local runtime and file repository: save a sandbox as r1 then r2 (and a stale
+// save refused as a conflict), open r1 in a new sandbox that holds r1's files, fork at a revision
+// (idempotent), run an activation with the test agent, and read files and directories as
+// resources. Both tools and resources refuse a sandbox the agent was not granted.
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { findGateway, stopGateway } from '../../../server/gateway/daemonClient';
+import { LocalGatewayClient } from '../../../server/gateway/localClient';
+import { sessionRunBody } from '../../../server/sandboxes/sessionRunBody';
+import { REPO_ROOT } from '../../fixtures/companionProcess';
+
+const AGENT = path.resolve(__dirname, '../../fixtures/agent/agent.mts');
+
+function ok<T>(result: unknown): T {
+  const r = result as CallToolResult;
+  assert.notEqual(r.isError, true, JSON.stringify(r.content));
+  return r.structuredContent as T;
+}
+
+function toolError(result: unknown): string {
+  const r = result as CallToolResult;
+  assert.equal(r.isError, true, `expected a tool error, got ${JSON.stringify(r.content).slice(0, 500)}`);
+  const first = r.content[0];
+  assert.ok(first && first.type === 'text');
+  return first.text;
+}
+
+describe('mcp server: session tools and sandbox:// resources (SDK client over stdio)', function () {
+  this.timeout(180_000);
+  let work: string;
+  let stateDir: string;
+  let client: Client;
+  let sandbox: string;
+
+  before(async () => {
+    work = fs.mkdtempSync(path.join(os.tmpdir(), 'mcp-sessions-'));
+    stateDir = path.join(work, 'state');
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: ['--import', 'tsx', path.join(REPO_ROOT, 'server/main.ts'), 'mcp'],
+      cwd: REPO_ROOT,
+      env: {
+        ...(process.env as Record<string, string>),
+        SANDBOX_SESSIONS_STATE_DIR: stateDir,
+        SANDBOX_SESSIONS_REPOSITORY: path.join(work, 'repository'),
+        SANDBOX_SESSIONS_ACTIVATION_COMMAND: JSON.stringify([process.execPath, AGENT, 'activate']),
+        SANDBOX_SESSIONS_MCP_ALLOW_PROCESS: '1',
+      },
+      stderr: 'pipe',
+    });
+    client = new Client({ name: 'sandbox-sessions-test', version: '0.0.0' });
+    await client.connect(transport);
+    sandbox = ok<{ sandbox: string }>(await call('sandbox_create', { runtime: 'process', leaseTimeoutSeconds: 600 })).sandbox;
+    ok(await call('sandbox_write_file', { sandbox, path: 'src/app.txt', contents: 'version one\n' }));
+    ok(await call('sandbox_write_file', { sandbox, path: 'src/blob.bin', contents: Buffer.from([0xff, 0xfe, 0x00]).toString('base64'), encoding: 'base64' }));
+  });
+
+  after(async () => {
+    await client?.close();
+    await stopGateway({ stateDir });
+    fs.rmSync(work, { recursive: true, force: true });
+  });
+
+  const call = (name: string, args: Record<string, unknown>) => client.callTool({ name, arguments: args });
+
+  it('session_save keeps the sandbox as r1, then r2 on top of it; a save on a stale head is a conflict', async () => {
+    const r1 = ok<{ sessionId: string; revision: string; bundle: { digest: string } }>(await call('session_save', { sandbox, sessionId: 'mcp-demo' }));
+    assert.deepEqual([r1.sessionId, r1.revision], ['mcp-demo', 'r1']);
+    assert.match(r1.bundle.digest, /^sha256:[0-9a-f]{64}$/);
+    ok(await call('sandbox_write_file', { sandbox, path: 'src/app.txt', contents: 'version two\n' }));
+    const r2 = ok<{ revision: string }>(await call('session_save', { sandbox, sessionId: 'mcp-demo', expectedRevision: 'r1' }));
+    assert.equal(r2.revision, 'r2');
+    assert.match(toolError(await call('session_save', { sandbox, sessionId: 'mcp-demo', expectedRevision: 'r1' })), /^conflict: .*revision_conflict/);
+  });
+
+  it('session_open_revision opens r1 in a new sandbox of the agent, holding r1 files', async () => {
+    const opened = ok<{ sandbox: string; revision: string; createdByThisServer: boolean; phase: string }>(
+      await call('session_open_revision', { sessionId: 'mcp-demo', revision: 'r1', runtime: 'process' }),
+    );
+    assert.notEqual(opened.sandbox, sandbox);
+    assert.deepEqual([opened.revision, opened.createdByThisServer, opened.phase], ['r1', true, 'Ready']);
+    const file = ok<{ contents: string }>(await call('sandbox_read_file', { sandbox: opened.sandbox, path: 'src/app.txt' }));
+    assert.equal(file.contents, 'version one\n');
+    assert.match(toolError(await call('session_open_revision', { sessionId: 'mcp-demo', revision: 'r7', runtime: 'process' })), /^not_found: /);
+  });
+
+  it('session_fork forks at a named revision, and the same forkId returns the same target', async () => {
+    const fork = ok<{ target: { sessionId: string; revision: string }; forkedFrom: { revision: string }; deduplicated: boolean }>(
+      await call('session_fork', { forkId: 'f-1', sessionId: 'mcp-demo', revision: 'r1', targetSessionId: 'mcp-demo-fork' }),
+    );
+    assert.deepEqual([fork.target, fork.forkedFrom.revision, fork.deduplicated], [{ sessionId: 'mcp-demo-fork', revision: 'r1' }, 'r1', false]);
+    const again = ok<{ target: { sessionId: string }; deduplicated: boolean }>(
+      await call('session_fork', { forkId: 'f-1', sessionId: 'mcp-demo', revision: 'r1', targetSessionId: 'mcp-demo-fork' }),
+    );
+    assert.deepEqual([again.target.sessionId, again.deduplicated], ['mcp-demo-fork', true]);
+    assert.match(toolError(await call('session_fork', { forkId: 'f-2', sessionId: 'mcp-demo', revision: 'r9' })), /^not_found: .*source_revision_not_available/);
+  });
+
+  it('session_activate runs one agent turn, streams its events as progress and commits', async () => {
+    const messages: string[] = [];
+    const result = ok<{ commit: string; revision: string; outcome: { status: string } }>(
+      await client.callTool(
+        { name: 'session_activate', arguments: { sessionId: 'mcp-agent', activationId: 'a-1', message: 'hello from MCP', runtime: 'process' } },
+        undefined,
+        { onprogress: (p) => void (p.message && messages.push(p.message)) },
+      ),
+    );
+    assert.deepEqual([result.commit, result.revision, result.outcome.status], ['committed', 'r1', 'completed']);
+    assert.ok(messages.some((m) => m.startsWith('{') && (JSON.parse(m) as { type?: string }).type === 'start'), messages.join('\n'));
+    assert.match(toolError(await call('session_activate', { sessionId: 'mcp-agent', activationId: 'a-2', runtime: 'process' })), /^invalid_argument: give exactly one of message/);
+  });
+
+  it('lists the sandbox:// template and the sandboxes as resources, and reads files and directories', async () => {
+    const { resourceTemplates } = await client.listResourceTemplates();
+    assert.deepEqual(resourceTemplates.map((t) => t.uriTemplate).sort(), ['sandbox://{sandbox}/', 'sandbox://{sandbox}/{+path}']);
+    const { resources } = await client.listResources();
+    assert.ok(resources.some((r) => r.uri === `sandbox://${sandbox}/`), JSON.stringify(resources));
+    const text = await client.readResource({ uri: `sandbox://${sandbox}/src/app.txt` });
+    assert.deepEqual(text.contents, [{ uri: `sandbox://${sandbox}/src/app.txt`, mimeType: 'text/plain', text: 'version two\n' }]);
+    const blob = await client.readResource({ uri: `sandbox://${sandbox}/src/blob.bin` });
+    assert.equal((blob.contents[0] as { blob?: string }).blob, Buffer.from([0xff, 0xfe, 0x00]).toString('base64'));
+    const root = await client.readResource({ uri: `sandbox://${sandbox}/` });
+    assert.equal((root.contents[0] as { text?: string }).text, 'src/\n');
+    const dir = await client.readResource({ uri: `sandbox://${sandbox}/src/` });
+    assert.equal((dir.contents[0] as { text?: string }).text, 'app.txt\nblob.bin\n');
+    await assert.rejects(client.readResource({ uri: `sandbox://${sandbox}/src/missing.txt` }), (e: unknown) => e instanceof McpError && e.code === -32002 && /not_found/.test(e.message));
+  });
+
+  it('refuses to save, or read as a resource, a sandbox it neither created nor was granted', async () => {
+    const handle = await findGateway(stateDir);
+    assert.ok(handle);
+    const api = new LocalGatewayClient(handle.url, handle.token);
+    const other = await api.createRun('default', sessionRunBody({ provider: 'local', namespace: 'default', runtime: 'process' }));
+    const name = other.metadata.name!;
+    await api.waitPhase('default', name, ['Ready']);
+    const key = `local.local.default.${name}`;
+    assert.match(toolError(await call('session_save', { sandbox: key, sessionId: 'stolen' })), /^not_granted: /);
+    await assert.rejects(client.readResource({ uri: `sandbox://${key}/` }), (e: unknown) => e instanceof McpError && /not_granted/.test(e.message));
+    const { sessions } = { sessions: fs.existsSync(path.join(work, 'repository')) ? fs.readdirSync(path.join(work, 'repository'), { recursive: true }).map(String) : [] };
+    assert.ok(!sessions.some((s) => s.includes('stolen')), 'no session was created for the refused save');
+  });
+});
