@@ -233,6 +233,8 @@ describe('kruntimes artifact download (gRPC, simulated runtimed)', function () {
       ref,
       signal: controller.signal,
       onProgress: (b) => {
+        // Not a wait before an assertion: the abort is the action under test, made while the source
+        // has stalled (it sends nothing more after these bytes), 50 ms later so the stall is real.
         if (b >= 2 * ARTIFACT_CHUNK_BYTES) setTimeout(() => controller.abort(), 50);
       },
     });
