@@ -16,6 +16,7 @@
 // Each daemon is a real `sandbox-sessions gateway` process (process backend), stopped at the end.
 // Prints median and p95 per call, and ratios (median/median) against the baseline.
 // Run: npx tsx bench/gateway.ts [iterations per case, default 200] [concurrent callers, default 4]
+// bench/daemonSoak.ts reuses its helpers (measure, startDaemon, createSandbox).
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
@@ -51,17 +52,18 @@ const CASES: Case[] = [
   },
 ];
 
-type Call = () => Promise<void>;
+export type Call = () => Promise<void>;
 
-interface Stats {
+export interface Stats {
   median: number;
   p95: number;
+  p99: number;
   /** Wall time of the whole batch (concurrent runs: calls per second come from it). */
   wallMs: number;
   calls: number;
 }
 
-function spawnCommand(file: string, args: string[], expectedStdout: number): Promise<void> {
+export function spawnCommand(file: string, args: string[], expectedStdout: number): Promise<void> {
   return new Promise((resolve, reject) => {
     const child = spawn(file, args, { stdio: ['ignore', 'pipe', 'ignore'] });
     let bytes = 0;
@@ -75,10 +77,10 @@ function spawnCommand(file: string, args: string[], expectedStdout: number): Pro
   });
 }
 
-const quantile = (sorted: number[], q: number): number => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? NaN;
+export const quantile = (sorted: number[], q: number): number => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? NaN;
 
 /** `callers` loops at once, each timing `perCaller` sequential calls (after a short warm-up). */
-async function measure(callers: number, perCaller: number, makeCall: (caller: number) => Call): Promise<Stats> {
+export async function measure(callers: number, perCaller: number, makeCall: (caller: number) => Call): Promise<Stats> {
   const calls = Array.from({ length: callers }, (_, i) => makeCall(i));
   await Promise.all(calls.map(async (call) => {
     for (let i = 0; i < Math.min(5, perCaller); i++) await call();
@@ -96,40 +98,47 @@ async function measure(callers: number, perCaller: number, makeCall: (caller: nu
   );
   const wallMs = performance.now() - t0;
   samples.sort((a, b) => a - b);
-  return { median: quantile(samples, 0.5), p95: quantile(samples, 0.95), wallMs, calls: samples.length };
+  return { median: quantile(samples, 0.5), p95: quantile(samples, 0.95), p99: quantile(samples, 0.99), wallMs, calls: samples.length };
 }
 
-interface Daemon {
+export interface Daemon {
   api: GatewayApi;
   stateDir: string;
   /** The sandbox's `status.endpoint.url`. */
   endpointUrl: string;
   token: string;
+  /** The daemon's own URL (the local Runs API) and pid. */
+  url: string;
+  pid: number;
+}
+
+/** The daemon run from source (tsx); a bench of the shipped daemon passes `[node, dist/server.js, 'gateway']`. */
+export const SOURCE_DAEMON = [process.execPath, '--import', 'tsx', path.join(REPO, 'server/main.ts'), 'gateway'];
+
+/** A new session Run on the process backend, once Ready: its `status.endpoint.url`. */
+export async function createSandbox(local: LocalGatewayClient, name: string): Promise<string> {
+  const created = await local.createRun('default', {
+    apiVersion: 'kruntimes.io/v1alpha1',
+    kind: 'Run',
+    metadata: { name },
+    spec: { runtime: 'process', mode: { session: {} } },
+  });
+  const run = await local.waitPhase('default', created.metadata.name ?? '', ['Ready']);
+  const endpointUrl = run.status?.endpoint?.url;
+  if (run.status?.phase !== 'Ready' || !endpointUrl) throw new Error(`the bench sandbox ${name} is ${run.status?.phase ?? 'Pending'}`);
+  return endpointUrl;
 }
 
 /** State dirs of the daemons started (each is stopped at the end, even when its set-up failed). */
 const started: string[] = [];
 
-async function startDaemon(api: GatewayApi, root: string): Promise<Daemon> {
+/** A daemon with one Ready sandbox; its state dir is `<root>/<api>` (stop it there with `stopGateway`, also when this throws). */
+export async function startDaemon(api: GatewayApi, root: string, command = SOURCE_DAEMON): Promise<Daemon> {
   const stateDir = path.join(root, api);
   started.push(stateDir);
-  const gateway = await ensureGateway({
-    stateDir,
-    api,
-    command: [process.execPath, '--import', 'tsx', path.join(REPO, 'server/main.ts'), 'gateway'],
-    timeoutMs: 60_000,
-  });
-  const local = new LocalGatewayClient(gateway.url, gateway.token);
-  const created = await local.createRun('default', {
-    apiVersion: 'kruntimes.io/v1alpha1',
-    kind: 'Run',
-    metadata: { name: `bench-${api}` },
-    spec: { runtime: 'process', mode: { session: {} } },
-  });
-  const run = await local.waitPhase('default', created.metadata.name ?? '', ['Ready']);
-  const endpointUrl = run.status?.endpoint?.url;
-  if (run.status?.phase !== 'Ready' || !endpointUrl) throw new Error(`the bench sandbox on the ${api} daemon is ${run.status?.phase ?? 'Pending'}`);
-  return { api, stateDir, endpointUrl, token: gateway.token };
+  const gateway = await ensureGateway({ stateDir, api, command, timeoutMs: 60_000 });
+  const endpointUrl = await createSandbox(new LocalGatewayClient(gateway.url, gateway.token), `bench-${api}`);
+  return { api, stateDir, endpointUrl, token: gateway.token, url: gateway.url, pid: gateway.pid };
 }
 
 function checkOutput(stdout: Buffer, exitCode: number, expected: number): void {
@@ -238,7 +247,9 @@ async function main(): Promise<void> {
   }
 }
 
-main().catch((err: unknown) => {
-  console.error(err);
-  process.exitCode = 1;
-});
+if (require.main === module) {
+  main().catch((err: unknown) => {
+    console.error(err);
+    process.exitCode = 1;
+  });
+}

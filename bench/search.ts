@@ -3,8 +3,11 @@
 // against the named baseline `grep -rn` on the same tree in the same run. Prints the time to the first
 // result and to all results, medians over N runs (ours and grep alternate, page cache warm), and the
 // ratios (goal ≤ 1.5×; grep runs with --line-buffered so its first result is not held in a pipe buffer). With --gateway it also times the same search as a kruntimes sandbox would run it:
-// grep as one command through a real local gateway's session (stream, parse, filter).
-// Run: npx tsx bench/search.ts [--small] [--runs N] [--gateway]   (--small: 1,000 files / 20 MB)
+// grep as one command through a real local gateway's session (stream, parse, filter); with --simulator,
+// through the kruntimes cluster simulator's gateway (era D: the Console over HTTPS, the command over
+// `operations:ws`, a Run created through its Kubernetes API; its sandboxes run on this machine, so the
+// tree is generated in the sandbox's folder and grep -rn runs on that same tree).
+// Run: npx tsx bench/search.ts [--small] [--runs N] [--gateway | --simulator]   (--small: 1,000 files / 20 MB)
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -16,6 +19,7 @@ import { stopGateway } from '../server/gateway/daemonClient';
 import { createLogger } from '../server/log';
 import { LocalSandboxProvider } from '../server/sandboxes/localProvider';
 import { searchHostDirectory, searchThroughGateway } from '../server/search/searchService';
+import { startClusterTarget, type ClusterTarget } from '../test/fixtures/cluster/target';
 
 const NEEDLE = 'quixotic_needle_42';
 const WORDS = 'const function return import export session sandbox search folder result stream cancel bound limit'.split(' ');
@@ -83,13 +87,16 @@ async function ours(run: (onPartial: () => void) => Promise<{ stats: { matches: 
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { small: { type: 'boolean' }, runs: { type: 'string' }, gateway: { type: 'boolean' } } });
+  const { values } = parseArgs({ options: { small: { type: 'boolean' }, runs: { type: 'string' }, gateway: { type: 'boolean' }, simulator: { type: 'boolean' } } });
+  if (values.gateway && values.simulator) throw new Error('--gateway or --simulator, not both (each generates the tree in its own sandbox)');
   const files = values.small ? 1_000 : 10_000;
   const runs = Number(values.runs ?? 5);
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-search-'));
   const stateDir = path.join(work, 'state');
   let provider: LocalSandboxProvider | undefined;
   let client: GatewayClient | undefined;
+  let cluster: ClusterTarget | undefined;
+  const through = values.simulator ? 'the simulator gateway (era D)' : 'the local gateway';
   try {
     let root = path.join(work, 'tree');
     if (values.gateway) {
@@ -102,6 +109,16 @@ async function main(): Promise<void> {
       const connection = await provider.open(sandbox.ref);
       client = new GatewayClient({ endpoint: connection.endpoint, token: connection.token });
       root = (await provider.hostDirectory(sandbox.ref)) as string;
+    }
+    if (values.simulator) {
+      cluster = await startClusterTarget({ era: 'D' });
+      const kruntimes = cluster.provider();
+      const sandbox = await kruntimes.create(cluster.spec(), { waitForReady: true });
+      const connection = await kruntimes.open(sandbox.ref);
+      client = new GatewayClient({ endpoint: connection.endpoint, token: connection.token, tls: connection.tls });
+      // The simulator runs the sandbox's commands on this machine: its working folder is a folder here.
+      const pwd = await client.execute({ command: { argv: ['pwd', '-P'] } });
+      root = Buffer.from(pwd.command?.stdout ?? '', 'base64').toString('utf8').trim();
     }
     fs.mkdirSync(root, { recursive: true });
     const bytes = generate(root, files, 20 * 1024);
@@ -128,13 +145,13 @@ async function main(): Promise<void> {
       const f = (ms: number) => `${ms.toFixed(0)} ms`;
       const ratioFirst = m(t.ours, 'first') / m(t.grep, 'first');
       const ratioAll = m(t.ours, 'all') / m(t.grep, 'all');
-      console.log(`${c.name}: ${t.ours[0]?.results ?? 0} matches (grep: ${t.grep[0]?.results ?? 0} lines)`);
+      console.log(`${c.name}: ${t.ours[0]?.results ?? 0} matches (grep: ${t.grep[0]?.results ?? 0} lines${t.gateway.length > 0 ? `; through the gateway: ${t.gateway[0]?.results ?? 0}` : ''})`);
       console.log(`  first result: in place ${f(m(t.ours, 'first'))} vs grep -rn ${f(m(t.grep, 'first'))} → ${ratioFirst.toFixed(2)}× (goal ≤ 1.50×) ${ratioFirst <= 1.5 ? 'ok' : 'MISSED'}`);
       console.log(`  all results:  in place ${f(m(t.ours, 'all'))} vs grep -rn ${f(m(t.grep, 'all'))} → ${ratioAll.toFixed(2)}× (goal ≤ 1.50×) ${ratioAll <= 1.5 ? 'ok' : 'MISSED'}`);
       console.log(`  runs (ms, all): in place ${t.ours.map((x) => x.all.toFixed(0)).join(' ')}; grep ${t.grep.map((x) => x.all.toFixed(0)).join(' ')}`);
       if (t.gateway.length > 0) {
         console.log(
-          `  through the gateway (grep in the sandbox, streamed): first ${f(m(t.gateway, 'first'))}, all ${f(m(t.gateway, 'all'))} → ${(m(t.gateway, 'all') / m(t.grep, 'all')).toFixed(2)}× grep`,
+          `  through ${through} (find/grep in the sandbox, streamed): first ${f(m(t.gateway, 'first'))} (${(m(t.gateway, 'first') / m(t.grep, 'first')).toFixed(2)}× grep), all ${f(m(t.gateway, 'all'))} (${(m(t.gateway, 'all') / m(t.grep, 'all')).toFixed(2)}× grep); runs (ms, all): ${t.gateway.map((x) => x.all.toFixed(0)).join(' ')}`,
         );
       }
     }
@@ -144,6 +161,7 @@ async function main(): Promise<void> {
       await provider.dispose();
       await stopGateway({ stateDir });
     }
+    await cluster?.stop();
     fs.rmSync(work, { recursive: true, force: true });
   }
 }

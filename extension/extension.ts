@@ -1,6 +1,7 @@
 // The VS Code extension's entry point: starts the companion server, registers the `sandbox:`
 // file system, the Sandboxes view, the status bar, the Sandbox terminal profile and `sandbox`
 // tasks, and the commands; then finishes an "open sandbox" that a restart interrupted.
+import { registerRestoringFolderView, restoreLostSandboxFolders } from './sandboxes/workspaceRepair';
 import './zodSetup';
 import * as vscode from 'vscode';
 import { parseSandboxKey } from '../protocol/sandboxes';
@@ -97,6 +98,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Sandbo
     vscode.workspace.registerFileSystemProvider(SANDBOX_SCHEME, fileSystem, { isCaseSensitive: true }),
     vscode.workspace.registerFileSystemProvider(REVISION_SCHEME, new RevisionFileSystemProvider(companion), { isCaseSensitive: true, isReadonly: true }),
     vscode.window.registerTreeDataProvider('sandboxSessions.sandboxes', tree),
+    registerRestoringFolderView(),
     sessions,
     vscode.window.registerTreeDataProvider('sandboxSessions.sessions', sessions),
     logFollows,
@@ -169,9 +171,11 @@ async function restoreWindow(
       return connection ? vscode.window.createTerminal(sandboxTerminalOptions(connection, terminals)) : undefined;
     }, log),
   );
-  // Not awaited: revealing the folder reads it through this extension's file system, which VS Code
-  // serves only once activate() has returned — awaiting it here would never finish.
-  void finishPendingOpen(context, registry, terminals, log).catch((err: unknown) => log.warn(`finishing a pending open: ${messageOf(err)}`));
+  // Not awaited: adding a folder back and revealing it read it through this extension's file system,
+  // which VS Code serves only once activate() has returned — awaiting them here would never finish.
+  void restoreLostSandboxFolders(log)
+    .then(() => finishPendingOpen(context, registry, terminals, log))
+    .catch((err: unknown) => log.warn(`finishing a pending open: ${messageOf(err)}`));
 }
 
 /** Starts the companion server, or says in words why it did not (undefined: the extension stays inactive). */

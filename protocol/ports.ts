@@ -4,7 +4,7 @@
 // stopping one (`ports/stop`). A forward says in words how the port is reached, because that
 // differs per substrate: a local sandbox on the host network is already there (`via: "host"`),
 // a kruntimes sandbox is reached through a Kubernetes port-forward to its Run's Pod
-// (`via: "port-forward"`), and a substrate with an HTTP endpoint per port (OpenSandbox) will be
+// (`via: "port-forward"`), and a substrate with an HTTP endpoint per port (OpenSandbox) is
 // reached through a loopback proxy that adds the headers it requires (`via: "proxy"`).
 import { z } from 'zod';
 import { SandboxRefSchema } from './sandboxes';

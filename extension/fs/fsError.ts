@@ -14,6 +14,8 @@ export class FsError extends Error {
   constructor(
     readonly kind: FsErrorKind,
     message: string,
+    /** The gateway's HTTP status, when the gateway answered. */
+    readonly gatewayStatus?: number,
   ) {
     super(message);
   }
@@ -30,8 +32,8 @@ export function fsErrorFrom(err: unknown, p: string, label: string): FsError {
     if (err.status === 500 && /destination already exists/.test(m)) return new FsError('FileExists', `${p} already exists`);
     if (err.status === 500 && /is a directory/.test(m)) return new FsError('FileIsADirectory', `${p} is a directory`);
     if (err.status === 500 && /not a directory/.test(m)) return new FsError('FileNotADirectory', `${p}: ${m}`);
-    if (err.status === 401 || err.status === 403 || err.status === 409 || err.status === 400) return new FsError('NoPermissions', text);
-    return new FsError('Unavailable', text);
+    if (err.status === 401 || err.status === 403 || err.status === 409 || err.status === 400) return new FsError('NoPermissions', text, err.status);
+    return new FsError('Unavailable', text, err.status);
   }
   if (err instanceof GatewayTransportError) return new FsError('Unavailable', text);
   return new FsError('Unavailable', text);

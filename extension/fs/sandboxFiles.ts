@@ -2,16 +2,20 @@
 // readDirectory come from paged listings with a short-lived cache and request coalescing (no stat storms: a
 // stat is answered from its parent's listing, including "not found"); large transfers are chunked
 // (chunkedTransfer.ts), mtimes only move forward (fileTimes.ts), and a closed sandbox's files are read as this
-// window last had them (keptContents.ts). The VS Code FileSystemProvider is a thin adapter over this.
+// window last had them (keptContents.ts). While a sandbox is Finalizing its gateway refuses every call, so what
+// this window has not cached yet is read through the companion server (companionFileReads.ts: a local
+// sandbox's workspace, in place; phaseAccess.ts). The VS Code FileSystemProvider is a thin adapter over this.
 import path from 'node:path/posix';
 import type { FileEntry } from '../../protocol/kruntimes/gateway';
 import { GatewayLimits } from '../../protocol/kruntimes/gateway';
 import type { GatewayClient } from '../../protocol/kruntimes/gatewayClient';
 import type { LiveSandboxConnection } from '../sandboxes/connection';
 import { readChunked, writeChunked, type ChunkedIo } from './chunkedTransfer';
+import { listThroughCompanion, readThroughCompanion } from './companionFileReads';
 import { callForFile, FsError } from './fsError';
 import { FileTimes } from './fileTimes';
 import { KeptContents } from './keptContents';
+import { assertWritable, isReadOnly, readThrough } from './phaseAccess';
 import { depth, isUnder, normalize, parentOf } from './sandboxPaths';
 
 export { FsError, type FsErrorKind } from './fsError';
@@ -50,8 +54,6 @@ export interface FilesCounters {
 
 /** At most this many listed folders are listed again after a command. */
 const MAX_FOLDERS_RECHECKED = 64;
-
-const READ_ONLY_PHASES = new Set(['Finalizing', 'Succeeded', 'Failed', 'Timeout', 'Cancelled']);
 
 export class SandboxFiles {
   readonly counters: FilesCounters = { listPages: 0, reads: 0, mutations: 0 };
@@ -107,20 +109,29 @@ export class SandboxFiles {
     // A closed sandbox's files no longer change (nor can they be read): what this window last had stands.
     const kept = this.readonly() ? this.kept.get(p) : undefined;
     if (kept && kept.byteLength === info.size) return this.kept.keep(p, kept);
+    const data = await readThrough(
+      this.connection,
+      () => this.readFromGateway(p, info.size),
+      (reads) => readThroughCompanion(reads, p, info.size, this.counters),
+    );
+    return this.kept.keep(p, data);
+  }
+
+  private async readFromGateway(p: string, size: number): Promise<Uint8Array> {
     await this.client();
-    if (info.size <= GatewayLimits.maxReadBytes) {
+    if (size <= GatewayLimits.maxReadBytes) {
       this.counters.reads += 1;
       const r = await this.call((c) => c.read(p, { maxBytes: GatewayLimits.maxReadBytes }), p);
-      if (!r.truncated) return this.kept.keep(p, r.contents);
+      if (!r.truncated) return r.contents;
     }
-    return this.kept.keep(p, await readChunked(this.chunkedIo(), p, info.size, this.connection.capabilities()?.rangedReads === true));
+    return readChunked(this.chunkedIo(), p, size, this.connection.capabilities()?.rangedReads === true);
   }
 
   // ---- mutations -----------------------------------------------------------------------------
 
   async writeFile(p: string, data: Uint8Array, options: { create: boolean; overwrite: boolean }): Promise<void> {
     p = normalize(p);
-    this.assertWritable(p);
+    assertWritable(this.connection, p);
     const existing = await this.statOrUndefined(p);
     if (existing?.type === 'directory') throw new FsError('FileIsADirectory', `${p} is a directory`);
     if (existing && !options.overwrite) throw new FsError('FileExists', `${p} already exists`);
@@ -140,7 +151,7 @@ export class SandboxFiles {
 
   async createDirectory(p: string): Promise<void> {
     p = normalize(p);
-    this.assertWritable(p);
+    assertWritable(this.connection, p);
     if (await this.statOrUndefined(p)) throw new FsError('FileExists', `${p} already exists`);
     await this.requireDirectory(parentOf(p));
     this.counters.mutations += 1;
@@ -152,7 +163,7 @@ export class SandboxFiles {
 
   async delete(p: string, options: { recursive: boolean }): Promise<void> {
     p = normalize(p);
-    this.assertWritable(p);
+    assertWritable(this.connection, p);
     const info = await this.stat(p);
     if (info.type === 'directory' && !options.recursive && (await this.readDirectory(p)).length > 0) {
       throw new FsError('NoPermissions', `${p} is a directory that is not empty`);
@@ -167,7 +178,7 @@ export class SandboxFiles {
   async rename(from: string, to: string, options: { overwrite: boolean }): Promise<void> {
     from = normalize(from);
     to = normalize(to);
-    this.assertWritable(from);
+    assertWritable(this.connection, from);
     await this.stat(from);
     const target = await this.statOrUndefined(to);
     if (target && !options.overwrite) throw new FsError('FileExists', `${to} already exists`);
@@ -246,20 +257,7 @@ export class SandboxFiles {
   // ---- plumbing ------------------------------------------------------------------------------
 
   private readonly(): boolean {
-    const phase = this.connection.phase();
-    return phase !== undefined && READ_ONLY_PHASES.has(phase);
-  }
-
-  private assertWritable(p: string): void {
-    if (this.readonly()) {
-      const phase = this.connection.phase();
-      throw new FsError(
-        'NoPermissions',
-        phase === 'Finalizing'
-          ? `${this.connection.label} is closing (Drain) and accepts no changes; ${p} was not changed`
-          : `${this.connection.label} is ${phase}; ${p} cannot be changed`,
-      );
-    }
+    return isReadOnly(this.connection);
   }
 
   private async client(): Promise<GatewayClient> {
@@ -299,14 +297,23 @@ export class SandboxFiles {
   /** `current` says whether this load is still the one to keep (a command may have outdated it meanwhile). */
   private async loadListing(dir: string, current: () => boolean): Promise<Listing> {
     const entries = new Map<string, FileEntry>();
-    let pageToken = '';
     try {
-      do {
-        this.counters.listPages += 1;
-        const page = await this.call((c) => c.listPage({ path: dir, limit: GatewayLimits.listMaxLimit, pageToken }), dir || '/');
-        for (const e of page.entries) entries.set(e.path, e);
-        pageToken = page.nextPageToken;
-      } while (pageToken !== '');
+      const listed = await readThrough(
+        this.connection,
+        async () => {
+          const all: FileEntry[] = [];
+          let pageToken = '';
+          do {
+            this.counters.listPages += 1;
+            const page = await this.call((c) => c.listPage({ path: dir, limit: GatewayLimits.listMaxLimit, pageToken }), dir || '/');
+            all.push(...page.entries);
+            pageToken = page.nextPageToken;
+          } while (pageToken !== '');
+          return all;
+        },
+        (reads) => listThroughCompanion(reads, dir, this.counters),
+      );
+      for (const e of listed) entries.set(e.path, e);
     } catch (err) {
       if (err instanceof FsError && err.kind === 'FileNotFound') this.missingDirs.set(dir, Date.now());
       throw err;

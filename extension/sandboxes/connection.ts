@@ -5,6 +5,7 @@
 import type { GatewayClient } from '../../protocol/kruntimes/gatewayClient';
 import type { GatewayCapabilities } from '../../protocol/kruntimes/gateway';
 import type { RunPhase } from '../../protocol/kruntimes/run';
+import type { SandboxFileReads } from '../fs/companionFileReads';
 
 export interface LiveSandboxConnection {
   /** The stable sandbox key (the `sandbox:` URI authority). */
@@ -24,4 +25,9 @@ export interface LiveSandboxConnection {
   phase(): RunPhase | undefined;
   /** Marks the sandbox in use (a running task) until disposed, so this window keeps holding its lease. */
   hold(): { dispose(): void };
+  /**
+   * The sandbox's files read through the companion server, not the gateway: what the file system uses while the
+   * sandbox is Finalizing (its gateway then refuses every call; the companion reads a local sandbox's workspace in place).
+   */
+  readonly fileReads?: SandboxFileReads;
 }

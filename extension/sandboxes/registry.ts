@@ -8,6 +8,7 @@ import type { RunPhase } from '../../protocol/kruntimes/run';
 import { parseSandboxKey, SandboxChangedSchema, sandboxKey, type SandboxRef, type SandboxSummary } from '../../protocol/sandboxes';
 import { type CompanionClient, CompanionRequestError } from '../companion/companionClient';
 import { GatewayChangedSchema } from '../../protocol/companion';
+import type { SandboxFileReads } from '../fs/companionFileReads';
 import type { LiveSandboxConnection } from './connection';
 import { OwnOperations, OwnOperationsClient } from './ownOperations';
 import { CLOSED_PHASES } from './errorText';
@@ -76,6 +77,11 @@ class RegistryConnection implements LiveSandboxConnection {
   hold(): { dispose(): void } {
     return this.registry.hold(this.key);
   }
+
+  readonly fileReads: SandboxFileReads = {
+    list: (path, pageToken) => this.registry.companion.request('sandboxes/files/list', { ref: this.ref, path, pageToken }),
+    read: (path, offset, length) => this.registry.companion.request('sandboxes/files/read', { ref: this.ref, path, offset, length }),
+  };
 
   dispose(): void {
     this.invalidate();

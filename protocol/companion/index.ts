@@ -6,6 +6,7 @@ import type { z } from 'zod';
 import { activationMethods, activationNotifications } from './activations';
 import { agentMethods } from './agents';
 import { bundleMethods } from './bundles';
+import { fileMethods } from './files';
 import { lifecycleMethods } from './lifecycle';
 import { logMethods, logNotifications } from './logs';
 import { openSandboxMethods } from './opensandbox';
@@ -49,6 +50,7 @@ export const companionMethods = {
   ...openSandboxMethods,
   ...logMethods,
   ...searchMethods,
+  ...fileMethods,
   ...bundleMethods,
   ...sessionMethods,
   ...activationMethods,

@@ -31,7 +31,8 @@ export const portMethods = {
   'ports/list': defineMethod('ports/list', {
     description:
       'The TCP ports the sandbox listens on, read from `/proc/net/tcp` and `/proc/net/tcp6` (no tool needs to be ' +
-      "installed in the image). A kruntimes sandbox runs `cat` as one command through the session, so it waits its turn " +
+      "installed in the image). A kruntimes sandbox, and a local one on the `opensandbox` backend (a container with a " +
+      "network of its own), runs `cat` as one command through the session, so it waits its turn " +
       'behind a running command for a few seconds and is then refused (`unavailable`, cause `sandbox_busy`) — a ' +
       "sandbox runs one command at a time. A local sandbox shares this machine's network: its list is this machine's.",
     params: PortListParamsSchema,
@@ -45,7 +46,10 @@ export const portMethods = {
       'own address (`via: "host"`), and nothing listening there — or a server started with isolateNetwork, which has ' +
       'only its own loopback — is refused in words. A kruntimes sandbox is reached through a port-forward of its ' +
       "Run's assigned Pod via the API server (`via: \"port-forward\"`; needs `create` on `pods/portforward`, a 403 is " +
-      'refused in words). A sandbox that is not Ready is refused. The forward ends when `ports/stop` asks, when the ' +
+      'refused in words). A local sandbox on the `opensandbox` backend is reached through its OpenSandbox endpoint for ' +
+      'the port, behind a proxy on 127.0.0.1 that adds the headers the endpoint requires (`via: "proxy"`; HTTP, ' +
+      'streamed bodies and WebSocket; the OpenSandbox API key stays in the gateway daemon). A sandbox that is not ' +
+      'Ready is refused; one that ended, with `sandbox_ended`. The forward ends when `ports/stop` asks, when the ' +
       'sandbox ends (`ports/ended`), or when this client disconnects.',
     params: PortForwardParamsSchema,
     result: z.object({ forward: PortForwardSchema }),

@@ -8,7 +8,9 @@
 // `finally`. A CAS loser returns `revision_conflict` and never its output. Credentials reach the
 // sandbox per activation (config-root files, env) and never the bundle. Moving the session in and out
 // is the workspace mover's (sandboxes/workspaceMover.ts): a local sandbox's directory is hydrated in place and,
-// once the agent has exited, packed in place (no staging or snapshot copies); a remote one (OpenSandbox, a cluster)
+// once the agent has exited, packed in place (no staging or snapshot copies; files still as hydrate left them are not
+// hashed again, and the bundle goes into a file store without being read again: digests our codec computed over the
+// bytes it wrote, see bundle/pack.ts knownDigests and repository/objectStore.ts WrittenFile); a remote one (OpenSandbox, a cluster)
 // gets the bundle as one file unpacked by `tar` and gives the session back as one `tar.zst`, read strictly and
 // re-packed here with our codec through the snapshot policy. The Run (and an OpenSandbox sandbox) is labelled with the
 // session and activation ids; each numbered step is one method.
@@ -25,6 +27,8 @@ import {
 import { DEFAULT_PEOPLE_LIMITS, type SessionBundleArtifact, type SessionBundleLimits } from '../../protocol/bundle';
 import type { CommittedSessionRevision } from '../../protocol/repository';
 import type { ProviderKind, SandboxRef } from '../../protocol/sandboxes';
+import { writtenArchiveOf } from '../bundle';
+import type { KnownDigest } from '../bundle/pack';
 import type { Logger } from '../log';
 import { newOwnerToken } from '../repository/activationStore';
 import { publishSessionCheckpointV1 } from '../repository/checkpoint';
@@ -185,9 +189,9 @@ export class ActivationRunner {
       const base = await this.checkout(request.sessionId, ctx);
       ref = await this.createSandbox(request, provider, ctx);
       sandbox = await connectSandbox(provider, ref, ctx.signal);
-      const { identity, credentials } = await this.hydrate(request, sandbox, base, scratch, ctx);
+      const { identity, credentials, knownDigests } = await this.hydrate(request, sandbox, base, scratch, ctx);
       const outcome = await this.runAgent(request, sandbox, credentials, ctx);
-      const artifact = await this.capture(request, sandbox, identity, outcome, scratch, ctx);
+      const artifact = await this.capture(request, sandbox, identity, outcome, scratch, ctx, knownDigests);
       return await this.commit(request, base, artifact, outcome, ctx);
     } finally {
       await sandbox?.client.close().catch(() => undefined);
@@ -237,7 +241,7 @@ export class ActivationRunner {
     base: CommittedSessionRevision | undefined,
     scratch: string,
     ctx: AttemptContext,
-  ): Promise<{ identity: SessionIdentity | undefined; credentials: ActivationCredentials }> {
+  ): Promise<{ identity: SessionIdentity | undefined; credentials: ActivationCredentials; knownDigests: Map<string, KnownDigest> }> {
     const placement = { kind: 'session', dir: REMOTE.session } as const;
     if (sandbox.hostRoot !== undefined) ctx.progress('hydrate', "hydrating the session in the sandbox's directory");
     const onTransfer = (t: SessionTransfer): void =>
@@ -246,16 +250,18 @@ export class ActivationRunner {
         t.how === 'tarball' ? 'uploading the session bundle as one file and unpacking it with tar in the sandbox' : `copying the session into the sandbox, file by file (${t.reason})`,
       );
     let identity: SessionIdentity | undefined;
+    // What a hydrate in the sandbox's directory wrote: the capture's pack does not hash those files again while unchanged.
+    const knownDigests = new Map<string, KnownDigest>();
     if (base === undefined) {
       if (sandbox.hostRoot === undefined) ctx.progress('hydrate', 'creating an empty session in the sandbox');
       await hydrateInto(sandbox, await emptySession(scratch), placement, { signal: ctx.signal });
     } else {
       const input = { objects: this.repo.objects, checkpoint: base.checkpoint, sessionId: request.sessionId, limits: this.limits, scratch };
-      identity = await checkoutInto(sandbox, placement, input, { signal: ctx.signal, onTransfer });
+      identity = await checkoutInto(sandbox, placement, input, { signal: ctx.signal, onTransfer, knownDigests });
     }
     const credentials = (await this.options.credentials?.(request)) ?? {};
     await writeActivationInput(sandbox.client, { request, identity, credentials }, ctx.signal);
-    return { identity, credentials };
+    return { identity, credentials, knownDigests };
   }
 
   /** 7. Run the activation command; its JSONL goes to the caller as provisional events. */
@@ -281,6 +287,7 @@ export class ActivationRunner {
     outcome: ActivationOutcomeEvent,
     scratch: string,
     ctx: AttemptContext,
+    knownDigests: ReadonlyMap<string, KnownDigest>,
   ): Promise<SessionBundleArtifact> {
     const { sessionId, activationId } = request;
     const steps: Record<CaptureStep, [string, string]> = {
@@ -302,7 +309,7 @@ export class ActivationRunner {
       },
       // The agent has exited, and the runtime kills whatever a command leaves behind: nothing runs in the sandbox
       // any more (and pack refuses a change if that promise were broken), so its directory is packed in place.
-      { scratch, signal: ctx.signal, onStep: (step) => ctx.progress(...steps[step]), quiet: true },
+      { scratch, signal: ctx.signal, onStep: (step) => ctx.progress(...steps[step]), quiet: true, knownDigests },
     );
     return packed.artifact;
   }
@@ -317,8 +324,14 @@ export class ActivationRunner {
   ): Promise<ActivationResult> {
     const { sessionId, activationId } = request;
     ctx.progress('commit', 'committing');
-    // The packed bundle lives in this activation's private scratch and is not used again: hand it over.
-    const checkpoint = await publishSessionCheckpointV1({ objectStore: this.repo.objects, compatibilityBundle: artifact, handOverBundle: true });
+    // The packed bundle lives in this activation's private scratch and is not used again: hand it over, with the digest
+    // our pack computed as it wrote it (a file store then moves it in without reading it while it is unchanged).
+    const checkpoint = await publishSessionCheckpointV1({
+      objectStore: this.repo.objects,
+      compatibilityBundle: artifact,
+      handOverBundle: true,
+      writtenBundle: writtenArchiveOf(artifact),
+    });
     const pending: PendingActivationCommit = {
       commitId: commitIdFor(sessionId, activationId, ctx.attempt),
       expectedRevision: base ? base.ref.revision : null,

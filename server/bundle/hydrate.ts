@@ -11,7 +11,7 @@ import { cleanupStagingFor, createHydrationStaging, discardHydrationStaging, typ
 import { assertBundleSource } from './inspect';
 import { assertSessionBundleLimits } from './limits';
 import { readBundle, type BundleProgress, type BundleSource } from './reader';
-import { StagingWriter } from './stagingWriter';
+import { type OnFileWritten, StagingWriter } from './stagingWriter';
 
 export interface HydrateOptions {
   source: BundleSource;
@@ -25,6 +25,11 @@ export interface HydrateOptions {
    * The staging's ownership protocol is kept either way. Default true (spec §8 step 5).
    */
   durable?: boolean;
+  /**
+   * Told of each file as it is written (its archive path, its identity once finished, and the SHA-256 of exactly the
+   * bytes written), for a later pack's `knownDigests`. Meaningful only once the hydrate has succeeded.
+   */
+  onFileWritten?: OnFileWritten;
 }
 
 function exists(): SessionBundleError {
@@ -62,7 +67,7 @@ export async function hydrateSessionBundle(options: HydrateOptions): Promise<Ses
       await cleanupStagingFor(parent, name);
       if ((await lstatOrUndefined(destinationRoot)) !== undefined) throw exists();
       const staging = await createHydrationStaging(parent, name);
-      const writer = new StagingWriter(staging.stagingPath, expectedSessionId, options.durable !== false);
+      const writer = new StagingWriter(staging.stagingPath, expectedSessionId, options.durable !== false, options.onFileWritten);
       try {
         const inspection = await readBundle(source, limits, 'hydrate', writer, options.onProgress);
         await writer.drain();

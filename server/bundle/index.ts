@@ -1,5 +1,6 @@
 // Public API of the Session Bundle v1 codec (spec §1–8) and the snapshot step before pack (§13).
 export { packSessionBundle, type PackOptions } from './pack';
+export { writtenArchiveOf, type WrittenArchive } from './publish';
 export { inspectSessionBundle, type InspectOptions } from './inspect';
 export { hydrateSessionBundle, type HydrateOptions } from './hydrate';
 export { cleanupHydrationStaging } from './cleanup';

@@ -4,7 +4,8 @@
 // Two passes over the sources, because the manifest (first in the stream) carries the tree digest over every
 // file's SHA-256: (1) scan + hash, the hashing on worker threads for big trees and started while the scan goes on;
 // (2) write: re-read and re-hash each file into the tar batches, compress, hash and write the archive (see
-// tarStream.ts and archiveWriter.ts). docs/bundle.md has the design and the figures.
+// tarStream.ts and archiveWriter.ts). docs/bundle.md has the design and the figures. A file hydrated by this process
+// and unchanged since (`knownDigests`) is not read in the first pass; the second pass checks it as any other.
 import { createHash } from 'node:crypto';
 import {
   SESSION_BUNDLE_CODEC_V1,
@@ -19,7 +20,7 @@ import { ArchiveWriter, TAR_BATCH_BYTES, type ArchiveSink } from './archiveWrite
 import { assertSessionBundleLimits, checkQuota } from './limits';
 import { encodeManifest, MANIFEST_PATH } from './manifest';
 import { pathDepth, utf8Length } from './pathLanguage';
-import { assertDestinationFree, createPackTemp, discardPackTemp, publishPackTemp, type PackTemp } from './publish';
+import { assertDestinationFree, createPackTemp, discardPackTemp, publishPackTemp, recordWrittenArchive, type PackTemp, type WrittenIdentity } from './publish';
 import type { BundleProgress } from './reader';
 import { SourceHasher } from './sourceHasher';
 import { assertDirectoriesUnchanged, type ScanFilter, scanRoot, sortEntries, type ScanState, type SourceEntry } from './sourceTree';
@@ -40,6 +41,27 @@ export interface PackOptions {
    * how the others are written: packWorkspace passes the snapshot policy here when it packs a quiet tree in place.
    */
   workspaceFilter?: ScanFilter;
+  /**
+   * Digests this process computed over the bytes it wrote into the source files (hydrate's `onFileWritten`), by
+   * archive path, with each file's identity as it was left: a file the scan finds still exactly that inode (device,
+   * inode, size, mtime, ctime) is not read in the first pass. The write pass re-reads and re-hashes every file all the
+   * same and refuses one whose bytes differ (`source_changed`), so the output is the same bytes either way.
+   */
+  knownDigests?: ReadonlyMap<string, KnownDigest>;
+}
+
+export interface KnownDigest {
+  identity: WrittenIdentity;
+  digest: Buffer;
+}
+
+function knownDigestOf(entry: SourceEntry, known: ReadonlyMap<string, KnownDigest> | undefined): Buffer | undefined {
+  const k = entry.kind === 'file' ? known?.get(entry.archivePath) : undefined;
+  if (k === undefined) return undefined;
+  const f = entry.fingerprint;
+  const id = k.identity;
+  const same = f.dev === id.dev && f.ino === id.ino && f.size === id.size && f.mtimeNs === id.mtimeNs && f.ctimeNs === id.ctimeNs;
+  return same && k.digest.length === 32 ? Buffer.from(k.digest) : undefined;
 }
 
 function requireUnicode(value: unknown, what: string): string {
@@ -89,11 +111,21 @@ function checkFixedEntries(limits: SessionBundleLimits, identityBytes: Buffer): 
 }
 
 /** Step 3 (pass 1): scan both roots into `scan`, hashing every file while the scan goes on. */
-async function scanAndHash(checked: CheckedPackOptions, scan: ScanState, hasher: SourceHasher, workspaceFilter: ScanFilter | undefined): Promise<void> {
+async function scanAndHash(
+  checked: CheckedPackOptions,
+  scan: ScanState,
+  hasher: SourceHasher,
+  workspaceFilter: ScanFilter | undefined,
+  known: ReadonlyMap<string, KnownDigest> | undefined,
+): Promise<void> {
   checkQuota(checked.limits, 'maxPayloadBytes', scan.payloadBytes, 'pack');
   scan.entryCount = 1;
   checkQuota(checked.limits, 'maxEntryCount', scan.entryCount, 'pack');
-  const onEntry = (entry: SourceEntry): void => hasher.add(entry);
+  const onEntry = (entry: SourceEntry): void => {
+    const digest = knownDigestOf(entry, known);
+    if (digest !== undefined) entry.digest = digest;
+    else hasher.add(entry);
+  };
   await scanRoot(checked.stateRoot, STATE_ROOT, checked.limits, scan, onEntry);
   await scanRoot(checked.workspaceRoot, WORKSPACE_ROOT, checked.limits, scan, onEntry, workspaceFilter);
   sortEntries(scan.entries);
@@ -172,7 +204,7 @@ export async function packSessionBundle(options: PackOptions): Promise<SessionBu
   try {
     checkFixedEntries(limits, checked.identityBytes);
     await assertDestinationFree(destination);
-    await scanAndHash(checked, scan, hasher, options.workspaceFilter);
+    await scanAndHash(checked, scan, hasher, options.workspaceFilter, options.knownDigests);
     const plan = planArchive(checked, scan.entries);
 
     // Pass 2: write, then make sure no directory changed since the scan before publishing.
@@ -182,8 +214,8 @@ export async function packSessionBundle(options: PackOptions): Promise<SessionBu
     const archiveDigest = await writer.finish();
     await assertDirectoriesUnchanged(scan.entries, scan.skipped);
     onProgress?.({ phase: 'verify', bytes: writer.bytes, totalBytes: writer.bytes });
-    await publishPackTemp(temp, destination, writer.bytes, () => (published = true));
-    return {
+    const identity = await publishPackTemp(temp, destination, writer.bytes, () => (published = true));
+    const artifact: SessionBundleArtifact = {
       path: destination,
       archiveDigest,
       compressedBytes: writer.bytes,
@@ -191,6 +223,8 @@ export async function packSessionBundle(options: PackOptions): Promise<SessionBu
       payloadBytes: plan.summary.payloadBytes,
       entryCount: plan.summary.entryCount,
     };
+    if (identity !== undefined) recordWrittenArchive(artifact, { digest: archiveDigest, identity });
+    return artifact;
   } catch (err) {
     await writer?.destroy();
     await hasher.close();

@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { SessionBundleArtifact, SessionBundleLimits, SnapshotExclusionCategory, WorkspaceSnapshotReport } from '../../protocol/bundle';
 import { SessionBundleError, type SessionSnapshotError } from './errors';
-import { packSessionBundle } from './pack';
+import { type KnownDigest, packSessionBundle } from './pack';
 import type { BundleProgress } from './reader';
 import { prepareWorkspaceSnapshot, secretRefused } from './snapshot';
 import { classifyWorkspacePath } from './snapshotPolicy';
@@ -45,6 +45,8 @@ export interface PackWorkspaceOptions {
    * copy): pack them in place, without the snapshot copy.
    */
   quiet?: boolean | undefined;
+  /** For a quiet tree packed in place: digests of files this process hydrated there (pack.ts `knownDigests`). */
+  knownDigests?: ReadonlyMap<string, KnownDigest> | undefined;
 }
 
 export interface PackedWorkspace {
@@ -98,6 +100,7 @@ async function packInPlace(options: PackWorkspaceOptions): Promise<PackedWorkspa
       destination: path.resolve(options.destination),
       limits: options.limits,
       onProgress: progressOf(options),
+      ...(options.knownDigests !== undefined ? { knownDigests: options.knownDigests } : {}),
       workspaceFilter: (segments, isDirectory, size) => {
         const verdict = classifyWorkspacePath(segments, isDirectory);
         if (verdict.verdict === 'reject') {

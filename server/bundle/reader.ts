@@ -44,7 +44,8 @@ export interface ReadHandlers {
   onDirectory?(entry: UstarEntry, index: number): void | Promise<void>;
   onFileStart?(entry: UstarEntry, index: number): void | Promise<void>;
   onFileChunk?(chunk: Buffer): void | Promise<void>;
-  onFileEnd?(): void | Promise<void>;
+  /** `digest`: the SHA-256 of exactly the content bytes handed to onFileChunk. */
+  onFileEnd?(digest: Buffer): void | Promise<void>;
 }
 
 function integrity(reason: string, entryIndex?: number): SessionBundleError {
@@ -122,8 +123,9 @@ async function readEntries(
       await handlers.onFileChunk?.(slice);
     }
     await verifyZero(source, paddingLength(header.size));
-    await handlers.onFileEnd?.();
-    tree.complete(hash.digest());
+    const digest = hash.digest();
+    await handlers.onFileEnd?.(digest);
+    tree.complete(digest);
   }
   const summary = tree.finish();
   if (summary.treeDigest !== manifest.payload.treeDigest) throw integrity('tree digest differs from the manifest');

@@ -12,7 +12,10 @@
 //   has answered. A writer creates, writes, chmods, fsyncs and closes each of its files, so file creation — the
 //   costliest part of hydrating many files — runs beside validation, and as many fsyncs as writers are in flight
 //   without occupying the libuv thread pool, where they would stall the decompressor.
-import { chmodSync, closeSync, constants, fchmodSync, mkdirSync, openSync } from 'node:fs';
+// With `onWritten`, each file's identity once it is finished (fstat after its last write and chmod) is reported with the
+// digest the reader computed over exactly the bytes written: a later pack of the same, unchanged file may take that
+// digest instead of hashing it again (pack.ts `knownDigests`).
+import { chmodSync, closeSync, constants, fchmodSync, fstatSync, mkdirSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import type { SessionBundleManifestV1 } from '../../protocol/bundle';
 import { SessionBundleError } from './errors';
@@ -23,6 +26,7 @@ import type { ReadHandlers } from './reader';
 import type { ArchiveReaderWorker } from './readerWorker';
 import { ThreadPool } from './threadPool';
 import { bundleTuning } from './tuning';
+import type { WrittenIdentity } from './publish';
 import type { UstarEntry } from './ustar';
 
 const CREATE_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
@@ -33,7 +37,7 @@ type Op = { t: 'o'; path: string; mode: number } | { t: 'w'; offset: number; len
 // Runs on ThreadPool threads (plain JavaScript; see threadPool.ts). Holds at most one open file between messages;
 // any message after the pool is stopped closes it.
 const WRITER_SOURCE = `
-const { closeSync, constants, fchmodSync, fsyncSync, openSync, writeSync } = require('node:fs');
+const { closeSync, constants, fchmodSync, fstatSync, fsyncSync, openSync, writeSync } = require('node:fs');
 const CREATE = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
 let current;
 function closeCurrent() {
@@ -48,6 +52,7 @@ function writeAll(fd, bytes) {
 }
 parentPort.on('message', ({ slot, ops }) => {
   let error;
+  const written = [];
   try {
     for (const op of ops) {
       if (stopped() || op.t === 'x') {
@@ -64,6 +69,10 @@ parentPort.on('message', ({ slot, ops }) => {
       } else {
         fchmodSync(current.fd, current.mode);
         if (workerData.durable) fsyncSync(current.fd);
+        if (workerData.stat) {
+          const st = fstatSync(current.fd, { bigint: true });
+          written.push({ dev: st.dev, ino: st.ino, size: st.size, mtimeNs: st.mtimeNs, ctimeNs: st.ctimeNs });
+        }
         const fd = current.fd;
         current = undefined;
         closeSync(fd);
@@ -73,14 +82,21 @@ parentPort.on('message', ({ slot, ops }) => {
     closeCurrent();
     error = { code: err && typeof err.code === 'string' ? err.code : undefined, syscall: err && typeof err.syscall === 'string' ? err.syscall : undefined };
   }
-  parentPort.postMessage({ results: true, slot, error });
+  parentPort.postMessage({ results: true, slot, error, written });
 });
 `;
 
 interface WriterReply {
   slot?: number;
   error?: { code?: string; syscall?: string };
+  /** With `onWritten`: the identity of each file this batch finished, in order. */
+  written?: WrittenIdentity[];
 }
+
+/** Told of each file written, as it is finished: its archive path, identity and the digest of its bytes. */
+export type OnFileWritten = (archivePath: string, identity: WrittenIdentity, digest: Buffer) => void;
+
+const identityOf = (st: WrittenIdentity): WrittenIdentity => ({ dev: st.dev, ino: st.ino, size: st.size, mtimeNs: st.mtimeNs, ctimeNs: st.ctimeNs });
 
 interface Remote {
   reader: ArchiveReaderWorker;
@@ -95,11 +111,15 @@ interface Remote {
   holds: Map<number, number>;
   /** Per writer: bytes of each batch in flight, oldest first. */
   inFlight: number[][];
+  /** Per writer: archive path and digest of each file sent for finishing and not reported yet, oldest first. */
+  finishing: { archivePath: string; digest: Buffer }[][];
   failure?: unknown;
 }
 
 export class StagingWriter implements ReadHandlers {
-  private current: { fd: number; path: string; mode: number } | undefined;
+  private current: { fd: number; path: string; mode: number; archivePath: string } | undefined;
+  /** The archive path of the file being read (for `onWritten`). */
+  private archivePath = '';
   private readonly syncer = new FileSyncer(bundleTuning.syncWorkers, bundleTuning.syncWorkersAfterFiles);
   private remote: Remote | undefined;
 
@@ -108,6 +128,7 @@ export class StagingWriter implements ReadHandlers {
     private readonly stagingRoot: string,
     private readonly expectedSessionId: string,
     private readonly durable = true,
+    private readonly onWritten?: OnFileWritten,
   ) {}
 
   private target(path: string): string {
@@ -123,12 +144,17 @@ export class StagingWriter implements ReadHandlers {
       writer: 0,
       holds: new Map(),
       inFlight: Array.from({ length: writers }, () => []),
+      finishing: Array.from({ length: writers }, () => []),
       pool: new ThreadPool(
         WRITER_SOURCE,
         writers,
         {
           onReply: (writer, reply) => {
-            const { slot, error } = reply as WriterReply;
+            const { slot, error, written } = reply as WriterReply;
+            for (const identity of written ?? []) {
+              const file = remote.finishing[writer]?.shift();
+              if (file !== undefined) this.onWritten?.(file.archivePath, identity, file.digest);
+            }
             remote.load[writer] = (remote.load[writer] ?? 0) - (remote.inFlight[writer]?.shift() ?? 0);
             if (slot !== undefined) {
               const left = (remote.holds.get(slot) ?? 1) - 1;
@@ -142,7 +168,7 @@ export class StagingWriter implements ReadHandlers {
           },
           onError: (err) => void (remote.failure ??= err),
         },
-        { ring: reader.ring, durable: this.durable },
+        { ring: reader.ring, durable: this.durable, stat: this.onWritten !== undefined },
       ),
     };
     reader.holdSlot = (slot) => this.send(slot);
@@ -165,6 +191,7 @@ export class StagingWriter implements ReadHandlers {
 
   onFileStart(entry: UstarEntry): void {
     const path = this.target(entry.path);
+    this.archivePath = entry.path;
     const remote = this.remote;
     if (remote !== undefined) {
       this.rethrow();
@@ -175,7 +202,7 @@ export class StagingWriter implements ReadHandlers {
       remote.ops[writer]?.push({ t: 'o', path, mode: entry.mode });
       return;
     }
-    this.current = { fd: openSync(path, CREATE_FLAGS, entry.mode), path, mode: entry.mode };
+    this.current = { fd: openSync(path, CREATE_FLAGS, entry.mode), path, mode: entry.mode, archivePath: entry.path };
   }
 
   onFileChunk(chunk: Buffer): void {
@@ -191,9 +218,11 @@ export class StagingWriter implements ReadHandlers {
     writeFullySync(current.fd, chunk);
   }
 
-  async onFileEnd(): Promise<void> {
-    if (this.remote !== undefined) {
-      this.remote.ops[this.remote.writer]?.push({ t: 'c' });
+  async onFileEnd(digest: Buffer): Promise<void> {
+    const remote = this.remote;
+    if (remote !== undefined) {
+      remote.ops[remote.writer]?.push({ t: 'c' });
+      if (this.onWritten !== undefined) remote.finishing[remote.writer]?.push({ archivePath: this.archivePath, digest });
       return;
     }
     const current = this.current;
@@ -201,6 +230,7 @@ export class StagingWriter implements ReadHandlers {
     if (current === undefined) return;
     try {
       fchmodSync(current.fd, current.mode);
+      if (this.onWritten !== undefined) this.onWritten(current.archivePath, identityOf(fstatSync(current.fd, { bigint: true })), digest);
     } catch (err) {
       closeSync(current.fd);
       throw err;

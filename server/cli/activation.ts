@@ -16,6 +16,8 @@ import { openSessionRepository } from '../repository/open';
 import type { SandboxProvider } from '../sandboxes/provider';
 import { LocalSandboxProvider } from '../sandboxes/localProvider';
 import { bool, flag, type ParsedArgs, parseArgs, UsageError } from './args';
+import { parseCredentialFlags } from './credentialFlag';
+import type { OpenSandboxCredentialBinding } from '../../protocol/opensandboxCredentials';
 import type { CommandIo } from './io';
 import { CliExit, exitCodeFor } from '../errorMapping';
 
@@ -37,6 +39,11 @@ Options:
   --ttl-seconds <s>             opensandbox: the sandbox's TTL, renewed while it runs (60..86400; the last resort
                                 that deletes a sandbox a crash left behind)
   --allow-egress <domain>       opensandbox: a domain the agent may reach (egress is denied otherwise); repeatable
+  --credential <SECRET>=<host>[,<host>…][:bearer|:basic|:apiKey=<header>]
+                                opensandbox: the Credential Vault adds secret SECRET to the agent's requests to
+                                these hosts (Authorization: Bearer by default), which join the allowed domains; its
+                                value is SANDBOX_SESSIONS_CREDENTIAL_<SECRET> here (else the gateway daemon's) and
+                                never enters the sandbox or the bundle; repeatable
   --namespace <ns>              default: default
   --env <NAME>                  pass this variable from your environment to the agent (a credential; never bundled); repeatable
   --config-file <name>=<path>   copy a local file into the agent's --config-root as <name> (never bundled); repeatable
@@ -111,7 +118,10 @@ async function credentialsFrom(args: ParsedArgs, env: NodeJS.ProcessEnv): Promis
 }
 
 /** Where the fresh sandbox runs: a local backend, or OpenSandbox (the local runtime's `opensandbox` backend) with its settings. */
-function substrate(args: ParsedArgs): { runtime: string; opensandbox?: { image?: string; ttlSeconds?: number; allowedEgressDomains?: string[] } } {
+function substrate(args: ParsedArgs): {
+  runtime: string;
+  opensandbox?: { image?: string; ttlSeconds?: number; allowedEgressDomains?: string[]; credentialBindings?: OpenSandboxCredentialBinding[] };
+} {
   const provider = flag(args, 'provider') ?? 'local';
   if (provider !== 'local' && provider !== 'opensandbox') throw new UsageError(`--provider takes local or opensandbox, got ${JSON.stringify(provider)}`);
   const runtime = flag(args, 'runtime') ?? (provider === 'opensandbox' ? 'opensandbox' : 'process');
@@ -119,8 +129,11 @@ function substrate(args: ParsedArgs): { runtime: string; opensandbox?: { image?:
   const image = flag(args, 'image');
   const ttl = flag(args, 'ttl-seconds');
   const egress = args.flags.get('allow-egress') ?? [];
+  const credentialBindings = parseCredentialFlags(args.flags.get('credential') ?? []);
   if (runtime !== 'opensandbox') {
-    if (image !== undefined || ttl !== undefined || egress.length > 0) throw new UsageError('--image, --ttl-seconds and --allow-egress are for --provider opensandbox');
+    if (image !== undefined || ttl !== undefined || egress.length > 0 || credentialBindings.length > 0) {
+      throw new UsageError('--image, --ttl-seconds, --allow-egress and --credential are for --provider opensandbox');
+    }
     return { runtime };
   }
   let ttlSeconds: number | undefined;
@@ -128,12 +141,18 @@ function substrate(args: ParsedArgs): { runtime: string; opensandbox?: { image?:
     ttlSeconds = Number(ttl);
     if (!Number.isInteger(ttlSeconds) || ttlSeconds < 60 || ttlSeconds > 86_400) throw new UsageError('--ttl-seconds takes whole seconds from 60 to 86400');
   }
-  const opensandbox = { ...(image !== undefined ? { image } : {}), ...(ttlSeconds !== undefined ? { ttlSeconds } : {}), ...(egress.length > 0 ? { allowedEgressDomains: egress } : {}) };
+  const opensandbox = {
+    ...(image !== undefined ? { image } : {}),
+    ...(ttlSeconds !== undefined ? { ttlSeconds } : {}),
+    ...(egress.length > 0 ? { allowedEgressDomains: egress } : {}),
+    ...(credentialBindings.length > 0 ? { credentialBindings } : {}),
+  };
   return { runtime, ...(Object.keys(opensandbox).length > 0 ? { opensandbox } : {}) };
 }
 
 function localProviders(deps: ActivationCliDeps): Partial<Record<'local' | 'kruntimes', SandboxProvider>> {
-  return deps.providers ?? { local: new LocalSandboxProvider({ log: createLogger(process.stderr, 'warn') }) };
+  // --credential values: the provider hands SANDBOX_SESSIONS_CREDENTIAL_<NAME> of this environment to the daemon.
+  return deps.providers ?? { local: new LocalSandboxProvider({ log: createLogger(process.stderr, 'warn'), credentialEnv: deps.env ?? process.env }) };
 }
 
 /** `session activate …` → exit code. */
@@ -143,7 +162,7 @@ export async function runActivateCommand(argv: string[], io: CommandIo, deps: Ac
   try {
     const args = parseArgs(argv, {
       booleans: ['json'],
-      values: ['message', 'activation-id', 'agent-id', 'runtime', 'provider', 'image', 'ttl-seconds', 'allow-egress', 'namespace', 'env', 'config-file', 'timeout', 'repository'],
+      values: ['message', 'activation-id', 'agent-id', 'runtime', 'provider', 'image', 'ttl-seconds', 'allow-egress', 'credential', 'namespace', 'env', 'config-file', 'timeout', 'repository'],
     });
     json = bool(args, 'json');
     if (args.positionals.length !== 1) throw new UsageError('expected exactly one <session-id>');
@@ -158,6 +177,7 @@ export async function runActivateCommand(argv: string[], io: CommandIo, deps: Ac
       timeoutMs = Math.ceil(s * 1000);
     }
     const credentials = await credentialsFrom(args, deps.env ?? process.env);
+    const where = substrate(args); // flags checked before anything is opened
     const repository = flag(args, 'repository');
     repo = await openSessionRepository(repository !== undefined ? { location: repository } : {});
     const service = new ActivationService({
@@ -174,7 +194,7 @@ export async function runActivateCommand(argv: string[], io: CommandIo, deps: Ac
         activationId: flag(args, 'activation-id') ?? randomUUID(),
         stimulus: { type: 'message', payload: { text } },
         ...(agentId !== undefined ? { agentId } : {}),
-        sandbox: { provider: 'local', namespace: flag(args, 'namespace') ?? 'default', ...substrate(args) },
+        sandbox: { provider: 'local', namespace: flag(args, 'namespace') ?? 'default', ...where },
       },
       { onEvent: (e) => io.stdout.write(json ? JSON.stringify({ provisional: e }) + '\n' : eventText(e) + '\n') },
     );

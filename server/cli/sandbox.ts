@@ -16,6 +16,7 @@ import { verifyArtifact } from '../local/artifactStore';
 import { defaultStateDir, StateLayout } from '../local/stateRoot';
 import { CommandLostError } from '../local/commandLost';
 import { openSandboxAnnotations } from '../sandboxes/opensandbox/runSettings';
+import { CREDENTIAL_FLAG_HELP, CREDENTIAL_FLAG_SYNOPSIS, credentialValues, parseCredentialFlags } from './credentialFlag';
 import { GROUP_EXIT_BOUND_MS, killGroupAndWait } from '../local/procInfo';
 import { bool, type CommandHelp, flag, type ParsedArgs, parseVerb, UsageError, verbHelp, writeLine } from './args';
 import { logQuery, readLogUntilInterrupt, withKubectlFollow } from './logFlags';
@@ -33,7 +34,9 @@ const VERBS = {
   create: `create [--name N] [--runtime process|bubblewrap|opensandbox] [--idle-timeout S] [--timeout DUR]
     [--queue-size N] [--operation-timeout DUR] [--env K=V]... [--no-wait]
     opensandbox: [--image IMAGE] [--cpu Q] [--memory Q] [--ttl-seconds S] [--allow-egress DOMAIN]...
-    (the daemon needs OPEN_SANDBOX_DOMAIN and OPEN_SANDBOX_API_KEY, or the extension's settings)`,
+    [${CREDENTIAL_FLAG_SYNOPSIS}]...
+    (the daemon needs OPEN_SANDBOX_DOMAIN and OPEN_SANDBOX_API_KEY, or the extension's settings)
+    ${CREDENTIAL_FLAG_HELP.replace(/\n/g, '\n    ')}`,
   list: 'list [--all-namespaces]',
   get: 'get NAME',
   exec: 'exec NAME [--shell CMD | -- ARGV...] [--stdin] [--workdir DIR] [--timeout-ms N] [--isolate-network] [--operation-id ID]',
@@ -53,11 +56,13 @@ const USAGE = SANDBOX_HELP.usage;
 const BOOLEANS = ['json', 'no-wait', 'all-namespaces', 'isolate-network', 'immediate', 'follow', 'timestamps', 'stdin'];
 /** Raw stdin that still fits the gateway's 1 MiB request once base64-encoded (with the request around it). */
 const STDIN_LIMIT_BYTES = 700 * 1024;
-const VALUES = ['image', 'cpu', 'memory', 'ttl-seconds', 'allow-egress', 'name', 'runtime', 'idle-timeout', 'timeout', 'queue-size', 'operation-timeout', 'env', 'namespace', 'state-dir', 'shell', 'workdir', 'timeout-ms', 'operation-id', 'tail', 'since', 'since-time'];
+const VALUES = ['image', 'cpu', 'memory', 'ttl-seconds', 'allow-egress', 'credential', 'name', 'runtime', 'idle-timeout', 'timeout', 'queue-size', 'operation-timeout', 'env', 'namespace', 'state-dir', 'shell', 'workdir', 'timeout-ms', 'operation-id', 'tail', 'since', 'since-time'];
 
 export interface SandboxCommandOptions {
   /** How to start the daemon when none runs (default: this program with `gateway`). */
   gatewayCommand?: string[];
+  /** Where `--credential` secrets' values are (SANDBOX_SESSIONS_CREDENTIAL_<NAME>; default process.env). */
+  env?: NodeJS.ProcessEnv;
 }
 
 function runSummary(run: Run): Record<string, unknown> {
@@ -125,7 +130,8 @@ interface SandboxVerbContext {
 
 async function createVerb(c: SandboxVerbContext): Promise<number> {
   const { args, ns, out, connect } = c;
-  const client = await connect(true);
+  // Checked before the daemon is started or reached: a wrong flag changes nothing.
+  const credentialBindings = parseCredentialFlags(args.flags.get('credential') ?? []);
   const session: Record<string, unknown> = {};
   const idle = flag(args, 'idle-timeout');
   if (idle !== undefined) session.idleTimeoutSeconds = Number(idle);
@@ -147,9 +153,14 @@ async function createVerb(c: SandboxVerbContext): Promise<number> {
     memory: flag(args, 'memory'),
     ...(ttl !== undefined ? { ttlSeconds: Number(ttl) } : {}),
     allowedEgressDomains: args.flags.get('allow-egress') ?? [],
+    credentialBindings,
   });
   const runtime = flag(args, 'runtime') ?? 'process';
-  if (Object.keys(annotations).length > 0 && runtime !== 'opensandbox') throw new UsageError('--image, --cpu, --memory, --ttl-seconds and --allow-egress are for --runtime opensandbox');
+  if (Object.keys(annotations).length > 0 && runtime !== 'opensandbox') throw new UsageError('--image, --cpu, --memory, --ttl-seconds, --allow-egress and --credential are for --runtime opensandbox');
+  const client = await connect(true);
+  // The secrets' values go to the daemon's memory only (never into the Run's annotations, which hold their names).
+  const values = credentialValues(credentialBindings, c.opts.env ?? process.env);
+  if (Object.keys(values).length > 0) await client.putSecrets(values);
   let run = await client.createRun(ns, {
     apiVersion: 'kruntimes.io/v1alpha1',
     kind: 'Run',
@@ -285,7 +296,7 @@ async function portForwardVerb(c: SandboxVerbContext): Promise<number> {
   const provider = new LocalSandboxProvider({ stateDir, log, ...(opts.gatewayCommand ? { gatewayCommand: opts.gatewayCommand } : {}) });
   try {
     const ref = { provider: 'local' as const, context: LOCAL_CONTEXT, namespace: ns, name };
-    return await runPortForward(new PortForwardService(new Map([['local', provider]]), log, new Map([['local', new LocalPortSubstrate(provider)]])), ref, spec, io, { json });
+    return await runPortForward(new PortForwardService(new Map([['local', provider]]), log, new Map([['local', new LocalPortSubstrate(provider, log)]])), ref, spec, io, { json });
   } finally {
     await provider.dispose();
   }

@@ -29,6 +29,9 @@ export class LocalApiError extends SandboxSessionsError<'local_gateway_error'> {
 const RunListSchema = z.looseObject({ items: z.array(RunSchema) });
 const OperationsSchema = z.looseObject({ items: z.array(ExecRecordSchema) });
 const RequestCountsSchema = z.object({ requests: z.record(z.string(), z.number().int().min(0)) });
+/** `…/runs/{name}/endpoints/{port}`: where a remote sandbox's port is reached, and the headers it needs. */
+const PortEndpointSchema = z.object({ url: z.url({ protocol: /^https?$/ }), headers: z.record(z.string(), z.string()) });
+export type RunPortEndpoint = z.infer<typeof PortEndpointSchema>;
 const WatchEventSchema = z.object({ type: z.enum(['ADDED', 'MODIFIED', 'DELETED']), object: RunSchema });
 export type LocalRunEvent = z.infer<typeof WatchEventSchema>;
 /** A watch line carries one Run; far below this. */
@@ -102,6 +105,10 @@ export class LocalGatewayClient {
   /** Access API requests the Run has served since the daemon started, by kind (a diagnostic). */
   async requests(ns: string, name: string): Promise<Record<string, number>> {
     return RequestCountsSchema.parse(await this.send('GET', `${this.runsPath(ns, name)}/requests`)).requests;
+  }
+  /** Where port `port` of a Ready remote (OpenSandbox) Run's sandbox is reached; 400 for a Run whose ports are this machine's. */
+  async portEndpoint(ns: string, name: string, port: number): Promise<RunPortEndpoint> {
+    return PortEndpointSchema.parse(await this.send('GET', `${this.runsPath(ns, name)}/endpoints/${port}`));
   }
   async operations(ns: string, name: string): Promise<ExecRecord[]> {
     return OperationsSchema.parse(await this.send('GET', `${this.runsPath(ns, name)}/operations`)).items;

@@ -1,8 +1,10 @@
 // The local Runs API, `/local/v1/namespaces/{ns}/runs[/{name}[/operations]]` (and
 // `/local/v1/runs` across namespaces): create, get, list, watch (NDJSON `{type, object}`),
 // JSON merge-patch (the termination rule answered with 422 in the Kubernetes Status shape),
-// delete, and — extensions — the Run's command records and runtimed's log of the Run, read like
-// a Pod's (`…/runs/{name}/log`, server/gateway/runLogRoute.ts). Bearer token required.
+// delete, and — extensions — the Run's command records, runtimed's log of the Run, read like
+// a Pod's (`…/runs/{name}/log`, server/gateway/runLogRoute.ts), and where a port of a remote
+// (OpenSandbox) Run's sandbox is reached (`…/runs/{name}/endpoints/{port}`: a URL and the headers
+// it needs — the OpenSandbox API key stays in this daemon). Bearer token required.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { RUN_API_VERSION } from '../../protocol/kruntimes/run';
 import { ApiStatusError } from '../local/apiStatusError';
@@ -17,7 +19,8 @@ export type RunsRoute =
   | { kind: 'item'; ns: string; name: string }
   | { kind: 'operations'; ns: string; name: string }
   | { kind: 'requests'; ns: string; name: string }
-  | { kind: 'log'; ns: string; name: string };
+  | { kind: 'log'; ns: string; name: string }
+  | { kind: 'endpoint'; ns: string; name: string; port: string };
 
 export function matchRunsRoute(pathname: string): RunsRoute | undefined {
   const seg = pathname.split('/').slice(1);
@@ -36,6 +39,7 @@ export function matchRunsRoute(pathname: string): RunsRoute | undefined {
   if (d.length === 7 && d[5] && d[6] === 'operations') return { kind: 'operations', ns, name: d[5] };
   if (d.length === 7 && d[5] && d[6] === 'requests') return { kind: 'requests', ns, name: d[5] };
   if (d.length === 7 && d[5] && d[6] === 'log') return { kind: 'log', ns, name: d[5] };
+  if (d.length === 8 && d[5] && d[6] === 'endpoints' && d[7]) return { kind: 'endpoint', ns, name: d[5], port: d[7] };
   return undefined;
 }
 
@@ -99,6 +103,11 @@ export class RunsApi {
         if (method === 'DELETE') return sendObject(res, 200, await this.runtime.delete(route.ns, route.name));
       } else if (method === 'GET' && route.kind === 'log') {
         return serveRunLog(req, res, () => this.runtime.runLog(route.ns, route.name), url, route.name);
+      } else if (method === 'GET' && route.kind === 'endpoint') {
+        if (!/^\d{1,5}$/.test(route.port) || Number(route.port) < 1 || Number(route.port) > 65535) {
+          throw new ApiStatusError('BadRequest', `port must be a number from 1 to 65535, not "${route.port}"`);
+        }
+        return sendObject(res, 200, await this.runtime.portEndpoint(route.ns, route.name, Number(route.port)));
       } else if (method === 'GET' && route.kind === 'requests') {
         const uid = this.runtime.get(route.ns, route.name).metadata.uid ?? '';
         return sendObject(res, 200, { requests: this.counters?.get(uid) ?? {} });

@@ -3,7 +3,7 @@
 // for a live daemon), and which access API era it serves (`api`; absent in files of daemons that
 // predate it, which served era C). Clients find the daemon only through this file and a /healthz probe.
 import fs from 'node:fs/promises';
-import { request } from 'undici';
+import http from 'node:http';
 import { z } from 'zod';
 import { readJsonRecord, writeJsonAtomic } from '../local/atomicFile';
 import { bootId, isSameProcessAlive, processStartTime } from '../platform/processIdentity';
@@ -50,15 +50,25 @@ export function stateProcessAlive(state: GatewayState): boolean {
   return isSameProcessAlive(state.pid, state.startTime, state.bootId);
 }
 
-/** GET /healthz with a short bound; true on 200. */
-export async function probeHealth(url: string, timeoutMs = 2000): Promise<boolean> {
-  try {
-    const res = await request(`${url}/healthz`, { method: 'GET', headersTimeout: timeoutMs, bodyTimeout: timeoutMs, signal: AbortSignal.timeout(timeoutMs) });
-    await res.body.dump();
-    return res.statusCode === 200;
-  } catch {
-    return false;
-  }
+/**
+ * GET /healthz with a short bound (the whole exchange); true on 200. node:http rather than undici:
+ * the daemon probes a predecessor at start, and undici would add ~25 MB to its idle RSS (issue 25).
+ */
+export function probeHealth(url: string, timeoutMs = 2000): Promise<boolean> {
+  return new Promise((resolve) => {
+    let req: http.ClientRequest;
+    try {
+      req = http.get(`${url}/healthz`, { agent: false, signal: AbortSignal.timeout(timeoutMs) }, (res) => {
+        res.on('error', () => resolve(false));
+        res.on('end', () => resolve(res.statusCode === 200));
+        res.resume();
+      });
+    } catch {
+      resolve(false); // not an http: URL
+      return;
+    }
+    req.on('error', () => resolve(false));
+  });
 }
 
 /** The state of a live, healthy daemon, or undefined. */

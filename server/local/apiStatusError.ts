@@ -11,10 +11,12 @@ export const RUNS_API_STATUS = {
   NotFound: 404,
   MethodNotAllowed: 405,
   AlreadyExists: 409,
+  Conflict: 409,
   RequestEntityTooLarge: 413,
   UnsupportedMediaType: 415,
   Invalid: 422,
   InternalError: 500,
+  ServiceUnavailable: 503,
 } as const;
 export type StatusReason = keyof typeof RUNS_API_STATUS;
 /** The Runs API's codes: a Status `code`, which is the HTTP status (as the Kubernetes API server's). */

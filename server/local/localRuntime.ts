@@ -7,6 +7,7 @@
 // access-API lookup (sessionLookup.ts).
 import { EventEmitter } from 'node:events';
 import { isTerminalPhase, type Run, type TerminationMode } from '../../protocol/kruntimes/run';
+import { ApiStatusError } from './apiStatusError';
 import type { ProbeResult } from './backend';
 import type { BackendRegistry } from './backends';
 import type { ContainerLog, ContainerLogLimits } from './containerLog';
@@ -18,7 +19,9 @@ import { RunLogs } from './runLogs';
 import { RunRecords, uidOf, type RunEvent } from './runRecords';
 import { clone } from './runStatus';
 import { filteredDaemonEnv } from './sessionEnv';
+import { SessionError } from './sessionError';
 import { lookupSession, sessionByUid } from './sessionLookup';
+import type { PortEndpoint } from './sessionWorkspace';
 import type { StateLayout } from './stateRoot';
 
 export type { RunEvent, RunEventType } from './runRecords';
@@ -160,6 +163,28 @@ export class LocalRuntime extends EventEmitter {
   /** runtimed's log of a Run, for the log API (404 when there is no such Run). */
   runLog(namespace: string, name: string): ContainerLog {
     return this.logs.of(this.records.mustFind(namespace, name));
+  }
+
+  /**
+   * Where port `port` of a Ready Run's remote sandbox is reached (an OpenSandbox endpoint and the headers it needs),
+   * for the companion's loopback proxy; 409 when the Run is not Ready, 400 when its backend shares this machine's
+   * network (nothing to resolve). The connection's API key is never part of it (opensandboxClient.ts).
+   */
+  async portEndpoint(namespace: string, name: string, port: number): Promise<PortEndpoint> {
+    const entry = this.records.mustFind(namespace, name);
+    const phase = entry.run.status?.phase ?? 'Pending';
+    if (phase !== 'Ready' || !entry.session) throw new ApiStatusError('Conflict', `Run ${name} is ${phase}, not Ready: its ports can be reached once it is Ready`, name);
+    const workspace = entry.session.config.workspace;
+    if (!workspace.portEndpoint) {
+      throw new ApiStatusError('BadRequest', `Run ${name} runs on backend "${entry.run.spec.runtime}", which shares this machine's network: port ${port} is reached on this machine directly`, name);
+    }
+    try {
+      return await workspace.portEndpoint(port);
+    } catch (err) {
+      if (!(err instanceof SessionError)) throw err;
+      const reason = ({ FailedPrecondition: 'Conflict', NotFound: 'NotFound', InvalidArgument: 'BadRequest', Unavailable: 'ServiceUnavailable' } as const)[err.grpc as string] ?? 'InternalError';
+      throw new ApiStatusError(reason, err.message, name);
+    }
   }
 
   /** Waits until a Run's termination work (if any) has finished; for tests and shutdown. */

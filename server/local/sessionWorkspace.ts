@@ -25,6 +25,12 @@ export interface WorkspaceCommand {
   onStarted(handle: CommandHandle, summary: string): void;
 }
 
+/** Where a port of a remote sandbox is reached from this machine: a URL and the headers every request to it must carry. */
+export interface PortEndpoint {
+  url: string;
+  headers: Record<string, string>;
+}
+
 export interface SessionWorkspace {
   /** The workspace as a directory of this machine; undefined when it lives elsewhere. */
   readonly hostRoot: string | undefined;
@@ -43,6 +49,11 @@ export interface SessionWorkspace {
   interruptRecorded?(rec: ExecRecord): Promise<boolean>;
   /** An interactive terminal (a PTY), where the workspace has one; the access API's `GET P/pty` bridges it. */
   openTerminal?(o: WorkspaceTerminalOptions, sink: WorkspaceTerminalSink): Promise<WorkspaceTerminal>;
+  /**
+   * Where port `port` of a remote sandbox is reached (OpenSandbox's endpoint for it). Host workspaces have none:
+   * their servers listen on this machine already.
+   */
+  portEndpoint?(port: number): Promise<PortEndpoint>;
   /** Lets go of what the workspace holds open (connections, timers); the workspace itself stays. */
   close(): Promise<void>;
 }

@@ -1,14 +1,18 @@
 // Ports of local sandboxes. Their commands run in this machine's network namespace (localReach.ts),
 // so what the sandbox listens on is read here, from this machine's `/proc/net/tcp*` — the very
 // tables a `cat` in the sandbox would print — without a command in its queue: a dev server in
-// the sandbox's terminal is the running command, and a listing must not wait behind it.
+// the sandbox's terminal is the running command, and a listing must not wait behind it. A Run on
+// the OpenSandbox backend lives in a container elsewhere: its ports go through opensandboxPorts.ts.
 import fsp from 'node:fs/promises';
 import net from 'node:net';
 import { CompanionError } from '../../protocol/companion';
 import { isTerminalPhase } from '../../protocol/kruntimes/run';
 import type { ListeningPort, PortListResult } from '../../protocol/ports';
+import { createLogger, type Logger } from '../log';
+import { OPENSANDBOX_BACKEND } from '../sandboxes/opensandbox/runSettings';
 import type { SandboxProvider } from '../sandboxes/provider';
 import { decideLocalReach } from './localReach';
+import { OpenSandboxPorts } from './opensandboxPorts';
 import type { OpenedForward, PortSubstrate, ReadySandbox } from './portSubstrate';
 import { parseProcNetTcp } from './procNetTcp';
 
@@ -27,9 +31,17 @@ export async function hostListeningPorts(probePort?: number): Promise<ListeningP
 }
 
 export class LocalPortSubstrate implements PortSubstrate {
-  constructor(private readonly provider: SandboxProvider) {}
+  private readonly remote: OpenSandboxPorts;
 
-  async list(sandbox: ReadySandbox): Promise<PortListResult> {
+  constructor(
+    private readonly provider: SandboxProvider,
+    log: Logger = createLogger(process.stderr, 'warn'),
+  ) {
+    this.remote = new OpenSandboxPorts(provider, log);
+  }
+
+  async list(sandbox: ReadySandbox, signal?: AbortSignal): Promise<PortListResult> {
+    if (sandbox.run.spec.runtime === OPENSANDBOX_BACKEND) return this.remote.list(sandbox, signal);
     return {
       ports: await hostListeningPorts(),
       note: `sandbox ${sandbox.ref.name} (${sandbox.run.spec.runtime}) shares this machine's network: these are this machine's listening ports`,
@@ -37,6 +49,7 @@ export class LocalPortSubstrate implements PortSubstrate {
   }
 
   async open(sandbox: ReadySandbox, port: number, localPort?: number): Promise<OpenedForward> {
+    if (sandbox.run.spec.runtime === OPENSANDBOX_BACKEND) return this.remote.open(sandbox, port, localPort);
     const decision = decideLocalReach({
       sandbox: sandbox.ref.name,
       backend: sandbox.run.spec.runtime,

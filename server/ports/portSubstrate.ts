@@ -3,9 +3,10 @@
 // never knows how a port is reached; each substrate says that itself:
 // * local (localPorts.ts): the sandbox shares this machine's network — the port is already here;
 // * kruntimes (kruntimesPorts.ts): a port-forward through the API server to the Run's Pod;
-// * OpenSandbox (not built yet): its endpoint for the port (`GET /sandboxes/{id}/endpoints/{port}`)
-//   and the headers it requires, behind a loopback HTTP proxy on 127.0.0.1 that adds them
-//   (`via: "proxy"`); `watchEnd` from its lifecycle API. Nothing here changes for it.
+// * OpenSandbox (opensandboxPorts.ts, for local Runs on that backend): its endpoint for the port
+//   (`GET /sandboxes/{id}/endpoints/{port}`, resolved by the daemon) and the headers it requires,
+//   behind a loopback HTTP proxy on 127.0.0.1 that adds them (`via: "proxy"`); `watchEnd` is the
+//   local one (the Run ends when its sandbox does). Nothing here changed for it.
 import type { Run } from '../../protocol/kruntimes/run';
 import type { PortListResult, PortReach } from '../../protocol/ports';
 import type { SandboxRef, SandboxSummary } from '../../protocol/sandboxes';

@@ -12,7 +12,7 @@ import type { PortSubstrate } from './portSubstrate';
 export function portSubstrates(providers: ReadonlyMap<ProviderKind, SandboxProvider>, log: Logger): Map<ProviderKind, PortSubstrate> {
   const substrates = new Map<ProviderKind, PortSubstrate>();
   for (const [kind, provider] of providers) {
-    if (kind === 'local') substrates.set(kind, new LocalPortSubstrate(provider));
+    if (kind === 'local') substrates.set(kind, new LocalPortSubstrate(provider, log));
     else if (kind === 'kruntimes' && lendsClusters(provider)) substrates.set(kind, new KruntimesPortSubstrate(provider, log));
   }
   return substrates;

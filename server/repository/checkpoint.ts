@@ -13,7 +13,7 @@ import {
 import { sha256Hex } from './digestMeter';
 import { SessionRepositoryError } from './errors';
 import { encodeJcs } from './jcs';
-import type { ImmutableObjectStore } from './objectStore';
+import type { ImmutableObjectStore, WrittenFile } from './objectStore';
 
 /** What the codec's pack returns about an archive (the fields the repository needs). */
 export interface SessionBundleArtifactRef {
@@ -64,13 +64,16 @@ export async function publishSessionCheckpointV1(input: {
   objectStore: ImmutableObjectStore;
   compatibilityBundle: SessionBundleArtifactRef;
   handOverBundle?: boolean;
+  /** With `handOverBundle`: what the codec's pack vouches it wrote (bundle `writtenArchiveOf`; see WrittenFile). */
+  writtenBundle?: WrittenFile | undefined;
 }): Promise<StoredSessionCheckpoint> {
   const { objectStore, compatibilityBundle } = input;
+  const handOver = input.handOverBundle === true ? { handOver: true, ...(input.writtenBundle !== undefined ? { written: input.writtenBundle } : {}) } : {};
   const bundle = await objectStore.publish({
     digest: compatibilityBundle.archiveDigest,
     bytes: compatibilityBundle.compressedBytes,
     mediaType: SESSION_BUNDLE_MEDIA_TYPE,
-    source: { kind: 'file', path: compatibilityBundle.path, ...(input.handOverBundle === true ? { handOver: true } : {}) },
+    source: { kind: 'file', path: compatibilityBundle.path, ...handOver },
   });
   await objectStore.assertReadable(bundle);
   const value: SessionCheckpointManifestV1 = { schemaVersion: 1, compatibilityBundle: bundle };

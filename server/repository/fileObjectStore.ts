@@ -4,8 +4,10 @@
 // directories; reads re-verify size and digest every time — unless this store has hashed the very same inode
 // since it last changed (same device, inode, size, mtime and ctime, which every write and every chmod/utimes/link
 // moves): an activation's commit and the next checkout then do not hash the bundle it has just published again.
+// A handed-over file with a trusted digest (objectStore.ts WrittenFile) that is still the very inode its writer left
+// is moved in without being read at all; any other file is hashed while it is moved or copied in.
 import { randomUUID } from 'node:crypto';
-import { createReadStream, createWriteStream } from 'node:fs';
+import { type BigIntStats, createReadStream, createWriteStream } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
@@ -24,6 +26,7 @@ import {
   type MaterializeObjectInput,
   objectIdFor,
   type PublishObjectInput,
+  type WrittenFile,
 } from './objectStore';
 
 export const FILE_OBJECT_REF_SCHEME = 'maka-local-object://v1/';
@@ -73,17 +76,21 @@ export class FileObjectStore implements ImmutableObjectStore {
     try {
       await this.ensureShardDir(path.dirname(dest));
       const meter = new DigestMeter(input.bytes, `object source for ${input.digest}`);
-      if (input.source.kind === 'file' && input.source.handOver === true && (await takeOver(input.source.path, tmp))) {
+      const moved = input.source.kind === 'file' && input.source.handOver === true ? await takeOver(input.source.path, tmp, trustedIdentity(input)) : 'no';
+      if (moved === 'trusted') {
+        // Renamed into the store, the unchanged inode whose bytes our own writer hashed as it wrote them: not read.
+      } else if (moved === 'moved') {
         // Renamed into the store: verify the bytes where they now are (a read, no copy).
         await pipeline(createReadStream(tmp, { highWaterMark: STREAM_CHUNK }), meter, discard());
+        meter.verify(input.digest);
       } else {
         const source =
           input.source.kind === 'file'
             ? createReadStream(input.source.path, { highWaterMark: STREAM_CHUNK })
             : Readable.from([Buffer.from(input.source.value)]);
         await pipeline(source, meter, createWriteStream(tmp, { flags: 'wx', mode: 0o600, highWaterMark: STREAM_CHUNK }));
+        meter.verify(input.digest);
       }
-      meter.verify(input.digest);
       const handle = await fs.open(tmp, 'r');
       try {
         await handle.sync();
@@ -285,24 +292,37 @@ export class FileObjectStore implements ImmutableObjectStore {
   }
 }
 
+/** The writer's identity of a handed-over file whose trusted digest is the one being published, of its size. */
+function trustedIdentity(input: PublishObjectInput): WrittenFile['identity'] | undefined {
+  const written = input.source.kind === 'file' ? input.source.written : undefined;
+  if (written === undefined || written.digest !== input.digest || written.identity.size !== BigInt(input.bytes)) return undefined;
+  return written.identity;
+}
+
+const sameWrittenIdentity = (st: BigIntStats, id: WrittenFile['identity']): boolean =>
+  st.dev === id.dev && st.ino === id.ino && st.size === id.size && st.mtimeNs === id.mtimeNs && st.ctimeNs === id.ctimeNs;
+
 /**
- * Moves a handed-over regular file (not a link) to `tmp` beside the store's objects, made 0600; false when it is on
+ * Moves a handed-over regular file (not a link) to `tmp` beside the store's objects, made 0600; 'no' when it is on
  * another file system (the caller then copies). Nothing else may hold the file open for writing: its bytes are
- * verified after the move, and a mismatch publishes nothing.
+ * verified after the move ('moved'), and a mismatch publishes nothing — unless the file was, just before the move,
+ * exactly the inode its writer vouched for (`written`: same device, inode, size, mtime and ctime) and is still that
+ * inode with that size and mtime after it ('trusted': its writer's digest stands, nothing is read).
  */
-async function takeOver(source: string, tmp: string): Promise<boolean> {
-  const st = await fs.lstat(source);
-  if (!st.isFile()) return false;
+async function takeOver(source: string, tmp: string, written: WrittenFile['identity'] | undefined): Promise<'no' | 'moved' | 'trusted'> {
+  const st = await fs.lstat(source, { bigint: true });
+  if (!st.isFile()) return 'no';
+  const untouched = written !== undefined && sameWrittenIdentity(st, written);
   try {
     await fs.rename(source, tmp);
   } catch (err) {
-    if (errnoCode(err) === 'EXDEV') return false;
+    if (errnoCode(err) === 'EXDEV') return 'no';
     throw err;
   }
-  const moved = await fs.lstat(tmp);
+  const moved = await fs.lstat(tmp, { bigint: true });
   if (!moved.isFile() || moved.ino !== st.ino || moved.dev !== st.dev) {
     throw new SessionRepositoryError('integrity_mismatch', 'the handed-over file was replaced while it was moved into the store');
   }
-  await fs.chmod(tmp, 0o600);
-  return true;
+  if ((moved.mode & 0o7777n) !== 0o600n) await fs.chmod(tmp, 0o600);
+  return untouched && moved.size === st.size && moved.mtimeNs === st.mtimeNs ? 'trusted' : 'moved';
 }

@@ -14,7 +14,21 @@ import { sha256Hex } from './digestMeter';
  * closed): a store on the same file system may rename it into place instead of copying it — verified all the same —
  * and the caller must not use the path afterwards, whether or not it still exists.
  */
-export type ObjectSource = { kind: 'file'; path: string; handOver?: boolean } | { kind: 'bytes'; value: Uint8Array };
+export type ObjectSource = { kind: 'file'; path: string; handOver?: boolean; written?: WrittenFile } | { kind: 'bytes'; value: Uint8Array };
+
+/**
+ * A trusted digest for a handed-over file: what its writer — our own code, in this process (the codec's pack, see
+ * bundle/publish.ts `writtenArchiveOf`) — computed over exactly the bytes it wrote, never one read back from a file
+ * or received from anywhere, with the file's identity as the writer left it. A store that moves the file in may use
+ * that digest instead of hashing the file again, but only while the file is still that inode, unchanged: the same
+ * device, inode, size, mtime and ctime (every write, chmod, utimes and link moves the ctime, which nobody can set
+ * back). Anything else is hashed as usual, so a file changed after it was written is refused by publish
+ * (integrity_mismatch) and nothing is published.
+ */
+export interface WrittenFile {
+  digest: string;
+  identity: { dev: bigint; ino: bigint; size: bigint; mtimeNs: bigint; ctimeNs: bigint };
+}
 
 export interface PublishObjectInput {
   digest: string;

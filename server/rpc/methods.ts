@@ -5,6 +5,7 @@ import type { MethodHandlers } from './companionServer';
 import { activationHandlers } from './handlers/activations';
 import { bundleHandlers } from './handlers/bundles';
 import type { Services } from './handlers/context';
+import { fileHandlers } from './handlers/files';
 import { lifecycleHandlers } from './handlers/lifecycle';
 import { logHandlers } from './handlers/logs';
 import { portHandlers } from './handlers/ports';
@@ -22,6 +23,7 @@ export function createMethodHandlers(services: Services): MethodHandlers {
     ...openSandboxHandlers(services),
     ...logHandlers(services),
     ...searchHandlers(services),
+    ...fileHandlers(services),
     ...bundleHandlers(),
     ...sessionHandlers(services),
     ...activationHandlers(services),

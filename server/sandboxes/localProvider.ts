@@ -12,7 +12,7 @@ import type { RunLogQuery } from '../../protocol/kruntimes/runtimedLog';
 import type { ArtifactRef, Run, RunEndpoint } from '../../protocol/kruntimes/run';
 import { type DownloadedArtifact, LOCAL_CONTEXT, type ProviderInfo, type SandboxConnection, type SandboxCreateSpec, type SandboxRef } from '../../protocol/sandboxes';
 import { findGateway } from '../gateway/daemonClient';
-import { LocalApiError } from '../gateway/localClient';
+import { LocalApiError, type RunPortEndpoint } from '../gateway/localClient';
 import { artifactFile } from '../local/artifactStore';
 import { defaultStateDir, StateLayout } from '../local/stateRoot';
 import type { Logger } from '../log';
@@ -197,6 +197,20 @@ class LocalSubstrate implements RunSubstrate {
     return () => controller.abort();
   }
 
+  /** Where a port of a remote (OpenSandbox) Run's sandbox is reached, resolved by the daemon, which holds the connection. */
+  async portEndpoint(run: Run, port: number): Promise<RunPortEndpoint> {
+    const ns = run.metadata.namespace ?? 'default';
+    const name = run.metadata.name ?? '';
+    try {
+      return await this.daemon.withApi((api) => api.portEndpoint(ns, name, port));
+    } catch (err) {
+      if (!(err instanceof LocalApiError)) throw err;
+      if (err.status === 404) throw new SandboxError('sandbox_not_found', `no local sandbox ${ns}/${name}: ${err.message}`);
+      if (err.status === 409) throw new CompanionError('not_ready', err.message, 'run_state');
+      throw new CompanionError('unavailable', `cannot resolve where port ${port} of sandbox ${name} is reached: ${err.message}`, 'endpoint_unavailable');
+    }
+  }
+
   /** Where the daemon finds OpenSandbox (connectionFile.ts): written 0600 in its state root; no domain removes it. */
   async configureOpenSandbox(conn: { domain?: string; apiKey?: string; credentials?: Record<string, string> }): Promise<void> {
     // Credentials alone (an editor without a domain setting, the daemon using its environment) leave the file be.
@@ -227,6 +241,11 @@ export class LocalSandboxProvider extends RunProvider {
   /** Where the local gateway daemon finds OpenSandbox (its connection file; the API key never goes elsewhere). */
   configureOpenSandbox(conn: { domain?: string; apiKey?: string; credentials?: Record<string, string> }): Promise<void> {
     return this.local.configureOpenSandbox(conn);
+  }
+
+  /** Where a port of a remote (OpenSandbox) sandbox is reached (`…/runs/{name}/endpoints/{port}` of the daemon). */
+  portEndpoint(run: Run, port: number): Promise<RunPortEndpoint> {
+    return this.local.portEndpoint(run, port);
   }
 
   /** runtimed's log of the sandbox's Run, read like `kubectl logs` (SandboxProvider.logs). */

@@ -16,6 +16,7 @@ import type { GatewayClient } from '../../protocol/kruntimes/gatewayClient';
 import type { StoredSessionCheckpoint } from '../../protocol/repository';
 import type { SandboxRef } from '../../protocol/sandboxes';
 import { hydrateSessionBundle, packSessionBundle, SessionSnapshotError } from '../bundle';
+import type { KnownDigest } from '../bundle/pack';
 import { packWorkspace, type PackedWorkspace } from '../bundle/packWorkspace';
 import { classifyWorkspacePath } from '../bundle/snapshotPolicy';
 import { openSessionCheckpointBundleV1 } from '../repository/checkpoint';
@@ -84,6 +85,8 @@ export interface CaptureOptions extends MoveOptions {
    * without a snapshot copy. Unset for a sandbox people may still be working in.
    */
   quiet?: boolean | undefined;
+  /** From `checkoutInto`'s `knownDigests`: files hydrated in place by this process, not read again if unchanged. */
+  knownDigests?: ReadonlyMap<string, KnownDigest> | undefined;
 }
 
 const signalOf = (options: MoveOptions): { signal?: AbortSignal } => (options.signal ? { signal: options.signal } : {});
@@ -137,13 +140,14 @@ async function withCheckpointBundle<T>(input: CheckoutInput, use: (bundle: Check
 }
 
 /** Hydrates the bundle (verified while it is) into `destinationRoot`; the layout and the state identity it carries. */
-async function hydrateWithIdentity(bundle: CheckpointBundle, input: CheckoutInput, destinationRoot: string, durable: boolean) {
+async function hydrateWithIdentity(bundle: CheckpointBundle, input: CheckoutInput, destinationRoot: string, durable: boolean, known?: Map<string, KnownDigest>) {
   const h = await hydrateSessionBundle({
     source: { path: bundle.path, expectedArchiveDigest: bundle.expectedArchiveDigest },
     expectedSessionId: input.sessionId,
     destinationRoot,
     limits: input.limits,
     ...(durable ? {} : { durable: false }),
+    ...(known !== undefined ? { onFileWritten: (archivePath: string, identity: KnownDigest['identity'], digest: Buffer) => known.set(archivePath, { identity, digest }) } : {}),
   });
   const identityFile = path.join(h.destinationRoot, 'state-identity.json');
   const identity: SessionIdentity = { mediaType: h.manifest.stateIdentity.mediaType, bytes: await fsp.readFile(identityFile) };
@@ -164,7 +168,18 @@ export async function checkoutSession(input: CheckoutInput): Promise<HydratedSes
  * sandbox does not outlive a crash, a retry makes a new one), and `state-identity.json`, which is not part of the
  * layout a sandbox sees, is read and removed. Otherwise it goes through `scratch` (checkoutSession, hydrateInto).
  */
-export async function checkoutInto(sandbox: SandboxAccess, placement: SessionPlacement, input: CheckoutInput, options: MoveOptions = {}): Promise<SessionIdentity> {
+export async function checkoutInto(
+  sandbox: SandboxAccess,
+  placement: SessionPlacement,
+  input: CheckoutInput,
+  options: MoveOptions & {
+    /**
+     * Filled, when the session is hydrated in the sandbox's directory here, with what was written there (archive
+     * path → identity and digest), for `captureFrom`'s `knownDigests`; left empty otherwise.
+     */
+    knownDigests?: Map<string, KnownDigest> | undefined;
+  } = {},
+): Promise<SessionIdentity> {
   if (sandbox.hostRoot === undefined && placement.kind === 'session') {
     const support = await tarballSupport(sandbox.client, signalOf(options));
     options.onTransfer?.(support.ok ? { how: 'tarball' } : { how: 'files', reason: support.reason });
@@ -182,7 +197,10 @@ export async function checkoutInto(sandbox: SandboxAccess, placement: SessionPla
   const destination = path.join(sandbox.hostRoot, placement.dir);
   await fsp.mkdir(path.dirname(destination), { recursive: true, mode: 0o755 });
   return withCheckpointBundle(input, async (bundle) => {
-    const { h, identity, identityFile } = await hydrateWithIdentity(bundle, input, destination, false);
+    const written = new Map<string, KnownDigest>();
+    const { h, identity, identityFile } = await hydrateWithIdentity(bundle, input, destination, false, written);
+    // Only a hydrate that succeeded (every byte verified) hands its digests on.
+    for (const [archivePath, known] of written) options.knownDigests?.set(archivePath, known);
     await fsp.unlink(identityFile);
     await fsp.chmod(h.destinationRoot, 0o755);
     return identity;
@@ -230,10 +248,11 @@ export async function captureFrom(sandbox: SandboxAccess, placement: SessionPlac
   try {
     const emptyState = path.join(work, 'state');
     if (placement.kind === 'workspace') await fsp.mkdir(emptyState, { mode: 0o700 });
-    const pack = (roots: { stateRoot: string; workspaceRoot: string }, quiet: boolean) => packRoots(roots, bundle, work, { ...options, quiet });
+    // Copies are new inodes: digests known for the sandbox's own files are for the in-place pack only.
+    const pack = (roots: { stateRoot: string; workspaceRoot: string }, quiet: boolean) => packRoots(roots, bundle, work, { ...options, quiet, knownDigests: undefined });
     if (sandbox.hostRoot !== undefined) {
       options.onStep?.('read-in-place');
-      const inPlace = await pack(rootsIn(sandbox.hostRoot, placement, emptyState), options.quiet === true).catch((err: unknown) => {
+      const inPlace = await packRoots(rootsIn(sandbox.hostRoot, placement, emptyState), bundle, work, { ...options, quiet: options.quiet === true }).catch((err: unknown) => {
         if (err instanceof SessionSnapshotError && err.code === 'unsafe_source') return undefined;
         throw err;
       });
@@ -303,6 +322,7 @@ function packRoots(
     signal: options.signal,
     stagingParent,
     onStep: options.onStep,
+    knownDigests: options.quiet ? options.knownDigests : undefined,
   });
 }
 

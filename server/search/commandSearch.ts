@@ -1,10 +1,15 @@
 // A search run as one command in the sandbox, for sandboxes whose files are not on this machine:
-// `find` for names, GNU `grep -r` for text (it skips binaries with -I and never follows symbolic links
-// below its start folder). The pattern and folder travel as arguments of `sh -c`, never inside the
-// script. Output streams back over the session (era C stream or era D socket) and is parsed as it
-// arrives; when a bound is reached or the caller cancels, the operation is cancelled, which ends
-// the process group in the sandbox — no grep is left running. The command waits its turn in the
-// sandbox's FIFO queue behind any running command.
+// `find` for names; for text, `find` lists the files with their sizes, `awk` passes on only those
+// within the request's byte limits (a file larger than maxFileBytes is skipped and counted; the
+// first file that would pass maxTotalBytes ends the list) and GNU `grep` (-I skips binaries) reads
+// them through `xargs` — so grep never reads more than the budget, in the sandbox, whatever the
+// companion does. Neither find nor grep follows a symbolic link below the start folder. awk reports
+// what it passed on in one stderr line (`sandbox-search: files=… bytes=… large=… stopped=…`). The
+// pattern, folder and limits travel as arguments of `sh -c`, never inside the script. Output streams
+// back over the session (era C stream or era D socket) and is parsed as it arrives; when a bound is
+// reached or the caller cancels, the operation is cancelled, which ends the process group in the
+// sandbox — no grep is left running. The command waits its turn in the sandbox's FIFO queue behind
+// any running command.
 import { GatewayError } from '../../protocol/kruntimes/gatewayErrors';
 import type { GatewayClient } from '../../protocol/kruntimes/gatewayClient';
 import type { SearchLine, SearchQuery } from '../../protocol/search';
@@ -29,30 +34,104 @@ export interface SearchCommand {
 /** Exit status of the command when the folder to search resolves outside the workspace (through a link). */
 export const OUTSIDE_EXIT = 3;
 
-/** Enters the folder (`$1`) only if it resolves inside the workspace (the command's start folder). */
-const ENTER = `root=$(pwd -P) && cd -P -- "$1" && case "$(pwd -P)/" in "$root"/*) ;; *) exit ${OUTSIDE_EXIT} ;; esac && exec`;
+/** Enters the folder (`$1`) only if it resolves inside the workspace (the command's start folder); exits otherwise. */
+const ENTER_SCRIPT = `root=$(pwd -P) && cd -P -- "$1" || exit 1\ncase "$(pwd -P)/" in "$root"/*) ;; *) exit ${OUTSIDE_EXIT} ;; esac`;
 
 /** The argv of the search command (exported for tests and the docs). */
 export function searchCommand(query: SearchQuery, folder: string): SearchCommand {
   const dir = folder === '' ? '.' : folder;
   if (query.kind === 'files') {
-    const prune = query.useDefaultExcludes ? `\\( ${DEFAULT_EXCLUDED_FOLDERS.map((n) => `-name '${n}'`).join(' -o ')} \\) -prune -o ` : '';
-    return { argv: ['sh', '-c', `${ENTER} find . ${prune}-type f -print0`, 'sandbox-search', dir] };
+    return { argv: ['sh', '-c', `${ENTER_SCRIPT}\nexec find . ${prunes(query)}-type f -print0`, 'sandbox-search', dir] };
   }
   const flags = [
-    '-r',
     '-n',
     '-I',
     '-H',
     '-Z',
     '--color=never',
+    // Each line leaves at once (not a pipe buffer later): the first result comes as soon as grep finds it.
+    '--line-buffered',
     query.isRegExp ? '-E' : '-F',
     ...(query.isCaseSensitive ? [] : ['-i']),
     ...(query.isWordMatch ? ['-w'] : []),
     ...(query.contextLines > 0 ? [`-C${query.contextLines}`] : []),
-    ...(query.useDefaultExcludes ? DEFAULT_EXCLUDED_FOLDERS.map((n) => `--exclude-dir=${n}`) : []),
   ];
-  return { argv: ['sh', '-c', `${ENTER} grep ${flags.join(' ')} -e "$2" -- .`, 'sandbox-search', dir, query.pattern] };
+  const grep = `grep ${flags.join(' ')} -e "$2"`;
+  const script = [
+    // No awk, xargs or grep: 127, so the companion searches through the file API instead.
+    `command -v find >/dev/null && command -v awk >/dev/null && command -v xargs >/dev/null && command -v grep >/dev/null || exit 127`,
+    // An expression grep cannot read fails here, before any file is read (grep says 2 and why).
+    `{ ${grep} </dev/null >/dev/null; test $? -ne 2; } || exit ${BAD_PATTERN_EXIT}`,
+    `find . ${prunes(query)}-type f -printf '%s %p\\0' | awk -v max="$3" -v maxfile="$4" '${BUDGET_AWK}' | xargs -0 -r -n ${GREP_BATCH} ${grep} --`,
+  ].join('\n');
+  return {
+    argv: ['sh', '-c', `${ENTER_SCRIPT}\n${script}`, 'sandbox-search', dir, query.pattern, String(query.maxTotalBytes), String(query.maxFileBytes)],
+  };
+}
+
+/** Exit status of the command when grep refuses the pattern. */
+export const BAD_PATTERN_EXIT = 4;
+
+/** Files per grep (xargs -n): small enough that the first results come early, large enough that forks do not cost. */
+const GREP_BATCH = 256;
+
+/**
+ * Reads find's `<size> <path>` records (NUL-terminated) and writes the paths grep may read: a file over
+ * `maxfile` is skipped (counted), the first one that would take the total over `max` ends the list.
+ * At the end (also after that), one line on stderr says what was passed on.
+ */
+const BUDGET_AWK = [
+  'BEGIN { RS = "\\0"; ORS = "\\0"; max += 0; maxfile += 0 }',
+  '{ n = index($0, " "); s = substr($0, 1, n - 1) + 0',
+  '  if (s > maxfile) { large++; next }',
+  '  if (bytes + s > max) { hit = 1; exit }',
+  '  bytes += s; files++; print substr($0, n + 1) }',
+  'END { printf "\\nsandbox-search: files=%d bytes=%.0f large=%d stopped=%s\\n", files, bytes, large, (hit ? "bytes" : "") > "/dev/stderr" }',
+].join('\n');
+
+function prunes(query: SearchQuery): string {
+  return query.useDefaultExcludes ? `\\( ${DEFAULT_EXCLUDED_FOLDERS.map((n) => `-name '${n}'`).join(' -o ')} \\) -prune -o ` : '';
+}
+
+/** What awk passed on to grep (its stderr line). */
+export interface CommandBudget {
+  files: number;
+  bytes: number;
+  large: number;
+  stopped: boolean;
+}
+
+const BUDGET_LINE = /^sandbox-search: files=(\d+) bytes=(\d+) large=(\d+) stopped=(bytes)?$/;
+
+/** Splits the command's stderr into awk's budget line and the rest (the last 4 KiB of which is kept for messages). */
+class StderrReader {
+  budget: CommandBudget | undefined;
+  private partial = '';
+  private tail = '';
+
+  onChunk(text: string): void {
+    const lines = (this.partial + text).split('\n');
+    this.partial = lines.pop() ?? '';
+    for (const line of lines) this.onLine(line);
+  }
+
+  end(): void {
+    if (this.partial !== '') this.onLine(this.partial);
+    this.partial = '';
+  }
+
+  get text(): string {
+    return this.tail;
+  }
+
+  private onLine(line: string): void {
+    const m = BUDGET_LINE.exec(line);
+    if (m) {
+      this.budget = { files: Number(m[1]), bytes: Number(m[2]), large: Number(m[3]), stopped: m[4] === 'bytes' };
+      return;
+    }
+    if (line !== '') this.tail = `${this.tail}${line}\n`.slice(-4096);
+  }
 }
 
 /**
@@ -153,53 +232,70 @@ class RecordReader {
   }
 }
 
-/** Runs the command, feeding stdout to `onStdout`; its exit code and the end of its stderr (`thrownOnCancel`: the stream failed because the search was cancelled). */
-async function streamCommand(client: GatewayClient, argv: string[], run: SearchRun, onStdout: (chunk: Buffer) => void): Promise<{ exitCode: number | undefined; stderr: string; thrownOnCancel?: true }> {
-  let stderr = '';
+/** Runs the command, feeding stdout to `onStdout` and stderr to `stderr`; its exit code (`thrownOnCancel`: the stream failed because the search was cancelled). */
+async function streamCommand(client: GatewayClient, argv: string[], run: SearchRun, onStdout: (chunk: Buffer) => void, stderr: StderrReader): Promise<{ exitCode: number | undefined; thrownOnCancel?: true }> {
   let exitCode: number | undefined;
+  let streamedStderr = false;
   try {
     const events = client.stream({ command: { argv, timeoutMillis: run.query.timeoutMs } }, { signal: run.signal });
     for await (const event of events) {
       if (event.type === 'output' && event.output.data) {
         const data = Buffer.from(event.output.data, 'base64');
-        if (event.output.stream === 'stderr') stderr = (stderr + data.toString('utf8')).slice(-4096);
-        else onStdout(data);
+        if (event.output.stream === 'stderr') {
+          streamedStderr = true;
+          stderr.onChunk(data.toString('utf8'));
+        } else onStdout(data);
       } else if (event.type === 'completed') {
         const result = event.completed.command;
         exitCode = result?.exitCode;
-        if (result?.stderr && stderr === '') stderr = Buffer.from(result.stderr, 'base64').toString('utf8').slice(-4096);
+        if (result?.stderr && !streamedStderr) stderr.onChunk(Buffer.from(result.stderr, 'base64').toString('utf8'));
       } else if (event.type === 'failed') {
         throw new GatewayError(409, event.failed.message ?? `the search command failed (code ${event.failed.code})`);
       }
       if (run.signal.aborted) break; // leaving the loop cancels the operation in the sandbox
     }
   } catch (err) {
-    if (run.signal.aborted) return { exitCode, stderr, thrownOnCancel: true };
+    if (run.signal.aborted) return { exitCode, thrownOnCancel: true };
     // Refused: the sandbox takes no commands now (Finalizing, draining), or this gateway runs none.
     if (err instanceof GatewayError && (err.status === 409 || err.status === 501 || err.status === 412)) {
       throw new CommandSearchUnavailable(err.message);
     }
     throw err;
   }
-  return { exitCode, stderr };
+  stderr.end();
+  return { exitCode };
 }
 
 export async function searchByCommand(client: GatewayClient, folder: string, run: SearchRun): Promise<void> {
   const { query } = run;
   const { argv } = searchCommand(query, folder);
   const reader = new RecordReader(run, folder);
-  const { exitCode, stderr, thrownOnCancel } = await streamCommand(client, argv, run, (chunk) => reader.onStdout(chunk));
+  const stderrReader = new StderrReader();
+  const { exitCode, thrownOnCancel } = await streamCommand(client, argv, run, (chunk) => reader.onStdout(chunk), stderrReader);
   if (thrownOnCancel) return;
   reader.end();
+  const stderr = stderrReader.text.trim();
+  const budget = stderrReader.budget;
+  if (budget) {
+    // What grep was given to read, in the sandbox (every file passed on counts in full).
+    run.stats.filesSearched = budget.files;
+    run.stats.bytesSearched = budget.bytes;
+    run.stats.skippedLarge = budget.large;
+  }
   if (run.signal.aborted) return;
   if (exitCode === OUTSIDE_EXIT && run.stats.filesSearched === 0 && run.stats.matches === 0) {
     throw new CommandSearchFailed(`the folder ${folder} leads outside the sandbox's workspace (a symbolic link); search its target instead`);
   }
-  if (exitCode === 127 || exitCode === 126) throw new CommandSearchUnavailable(`the sandbox cannot run the search command: ${stderr.trim() || `exit ${exitCode}`}`);
-  // grep: 1 = nothing found. 2 = an error, e.g. an invalid regular expression, or an unreadable file (results still valid).
-  if (exitCode === 2 && query.kind === 'text' && run.stats.matches === 0 && stderr.trim() !== '') {
-    throw new CommandSearchFailed(`grep in the sandbox: ${stderr.trim().split('\n').slice(-1)[0] ?? ''}`);
+  if (exitCode === 127 || exitCode === 126) throw new CommandSearchUnavailable(`the sandbox cannot run the search command: ${stderr || `exit ${exitCode}`}`);
+  if (exitCode === BAD_PATTERN_EXIT && query.kind === 'text' && run.stats.matches === 0) {
+    throw new CommandSearchFailed(`grep in the sandbox: ${stderr.split('\n').slice(-1)[0] ?? ''}`);
   }
+  if (query.kind === 'text' && budget === undefined && run.stats.matches === 0 && exitCode !== 0) {
+    // The list never reached awk's end (e.g. awk missing mid-way): nothing says the files were searched.
+    throw new CommandSearchUnavailable(`the search command in the sandbox ended without searching (exit ${exitCode ?? 'unknown'}): ${stderr}`);
+  }
+  // The budget ended the list: the files within it were all searched, the ones after it were not.
+  if (budget?.stopped) run.stop('bytes');
 }
 
 /** The command ran and said the query is wrong (e.g. a regular expression grep cannot read). */

@@ -24,12 +24,7 @@ import { launchWorkbench, type Workbench } from './workbench';
 
 const NAME = 'osb-e2e';
 
-// NOT RUN (issue 18 stays open for it): on a clean clone this flow fails at its first step — after Open Here the new
-// window's extension host never activates the extension for the workspace's `sandbox:` folder ("No Folder Opened";
-// activation comes only from a later command), while the same steps pass for a local sandbox in sandboxFlow.e2e.ts
-// and passed in the development checkout. Cause not found yet; the same flow is covered below the window by
-// test/integration/suite/opensandbox.test.ts and test/unit/opensandbox/*.
-describe.skip('e2e: an OpenSandbox sandbox from open to Drain, with an interactive terminal (simulator)', function () {
+describe('e2e: an OpenSandbox sandbox from open to Drain, with an interactive terminal (simulator)', function () {
   this.timeout(180_000);
   let work: string;
   let stateDir: string;
@@ -160,8 +155,9 @@ describe.skip('e2e: an OpenSandbox sandbox from open to Drain, with an interacti
     await wb.typeInTerminal('tty; stty size');
     await wb.waitForTerminalText(/\/dev\/pts\/\d+\s+\d+ \d+/);
     await wb.typeInTerminal('vi -u NONE /artifacts/vi-notes.txt');
-    // Full screen: vi's empty-line markers fill the terminal and its status line names the file.
-    await wb.waitForTerminalText(/~\s+~\s+~[\s\S]*vi-notes\.txt/);
+    // Full screen: vi's empty-line markers fill the terminal. (Not its "[New]" message on the last line: vi
+    // clears it when it redraws, e.g. on the resize VS Code sends as the terminal panel settles.)
+    await wb.waitForTerminalText(/(~\s+){10}/);
     await page.keyboard.type('iwritten in vi', { delay: 10 });
     await wb.screenshot('pty-vi');
     await page.keyboard.press('Escape');

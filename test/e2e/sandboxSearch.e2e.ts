@@ -3,7 +3,9 @@
 // in nested folders, with screenshots in test/e2e/screenshots/sandbox-search-*.png:
 // with the proposed search API enabled (as `npm start` runs code-server) Ctrl+P finds a file by a fuzzy
 // name and opens it, and Find in Files finds a string and opens the file at its line; and Go to File in
-// Sandbox… / Find in Sandbox… (the fallback for a window without the proposal) do the same.
+// Sandbox… / Find in Sandbox… (the fallback for a window without the proposal) do the same; and while
+// the sandbox is Finalizing (a Drain waits for a running command) Find in Files still lists matches and opens
+// one (reads only).
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -28,6 +30,7 @@ describe('e2e: find files and text in a sandbox', function () {
   let stateDir: string;
   let workspaceFile: string;
   let vsix: string;
+  let api: LocalGatewayClient;
   const gatewayCommand = () => [process.execPath, path.join(REPO_ROOT, 'dist/server.js'), 'gateway'];
 
   before(async () => {
@@ -35,7 +38,7 @@ describe('e2e: find files and text in a sandbox', function () {
     stateDir = path.join(work, 'state');
     vsix = packageExtension();
     const gateway = await ensureGateway({ stateDir, command: gatewayCommand() });
-    const api = new LocalGatewayClient(gateway.url, gateway.token);
+    api = new LocalGatewayClient(gateway.url, gateway.token);
     const created = await api.createRun('default', {
       apiVersion: 'kruntimes.io/v1alpha1',
       kind: 'Run',
@@ -114,9 +117,12 @@ describe('e2e: find files and text in a sandbox', function () {
     });
   });
 
-  // code-server 4.139.1's web workbench enables proposed APIs for every extension (it hard-codes
-  // `_envEnablesProposedApiForAll`), so a window without the proposal cannot be made here: the fallback
-  // commands — offered in every window — are driven in the same one.
+  // A window that refuses the proposal cannot be made with code-server 4.139.1: its extension hosts
+  // (node and web worker) replace VS Code's `isProposedApiEnabled` with `return true`, so even an
+  // extension whose package.json has no `enabledApiProposals`, started without --enable-proposed-api,
+  // registers the providers (checked: a .vsix without the field logs "proposed search providers
+  // registered"); its workbench also hard-codes `_envEnablesProposedApiForAll`. The fallback commands —
+  // offered in every window — are driven in a window like the first.
   describe('the fallback commands (what a window without the proposal offers)', () => {
     const w = window(true, 'sandbox-search-fallback');
 
@@ -146,6 +152,44 @@ describe('e2e: find files and text in a sandbox', function () {
       await wb.screenshot('find-in-sandbox');
       await match.click();
       await openedAt(page, 'widgetFactory.ts', 3);
+    });
+
+    // Last in this file: the Drain ends the sandbox.
+    describe('while the sandbox is Finalizing (a Drain waits for a running command)', () => {
+      // The gateway answers 409 to every call then, as upstream's does: a file the window has not read before is
+      // opened through the companion server, which reads the local sandbox's folder in place (sandboxes/files/*).
+      it('Find in Files still finds text, with its file and line, and opens the file at that line (reads only)', async () => {
+        const { page, wb } = w;
+        const endpoint = endpointPathOf(await api.getRun('default', 'search-a'));
+        await api.execute(endpoint, { command: { shell: 'mkdir -p late && printf "// drained\\nconst finalizingNeedle = 7;\\n" > late/drainNote.ts' } });
+        // A command that runs until the test lets it end (files outside the sandbox: it takes no writes while Finalizing).
+        const started = path.join(work, 'drain-started');
+        const release = path.join(work, 'drain-release');
+        const running = api.execute(endpoint, { command: { shell: `: > '${started}'; while [ ! -e '${release}' ]; do sleep 0.05; done` } });
+        for (const deadline = Date.now() + 30_000; !fs.existsSync(started); ) {
+          assert.ok(Date.now() < deadline, 'the command did not start');
+          await new Promise((r) => setTimeout(r, 50)); // polling an observable condition
+        }
+        await api.terminate('default', 'search-a', 'Drain');
+        await api.waitPhase('default', 'search-a', ['Finalizing']);
+
+        await wb.runCommand('Search: Find in Files');
+        await page.keyboard.type('finalizingNeedle');
+        await page.keyboard.press('Enter');
+        const match = page.locator('.search-view .monaco-list-row', { hasText: 'const finalizingNeedle = 7;' }).first();
+        await match.waitFor({ state: 'visible', timeout: 60_000 });
+        await page.locator('.search-view .monaco-list-row', { hasText: 'drainNote.ts' }).first().waitFor({ state: 'visible' });
+        await wb.screenshot('find-in-files-finalizing');
+        await match.click();
+        await openedAt(page, 'drainNote.ts', 2);
+        await page.locator('.editor-instance .view-lines', { hasText: 'const finalizingNeedle = 7;' }).waitFor({ timeout: 30_000 });
+        await wb.screenshot('find-in-files-finalizing-opened');
+        assert.equal((await api.getRun('default', 'search-a')).status?.phase, 'Finalizing', 'searched and opened while Finalizing');
+
+        fs.writeFileSync(release, '');
+        assert.equal((await running).command?.exitCode, 0);
+        await api.waitPhase('default', 'search-a', ['Succeeded']);
+      });
     });
   });
 });

@@ -12,11 +12,14 @@ export const SCREENSHOTS = path.resolve(__dirname, 'screenshots');
 export async function launchWorkbench(flow: string): Promise<{ browser: Browser; page: Page; wb: Workbench }> {
   const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', headless: true, args: CHROMIUM_ARGS });
   const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
-  return { browser, page, wb: new Workbench(page, flow) };
+  const wb = new Workbench(page, flow);
+  wb.recordConsole();
+  return { browser, page, wb };
 }
 
 export class Workbench {
   private step = 0;
+  private consolePrinted = false;
   constructor(
     readonly page: Page,
     private readonly flow: string,
@@ -26,9 +29,38 @@ export class Workbench {
     for (const f of fs.readdirSync(SCREENSHOTS)) if (f.startsWith(`${flow}-`)) fs.rmSync(path.join(SCREENSHOTS, f));
   }
 
-  /** For a mocha afterEach: a picture of the screen when the test failed. */
+  /**
+   * Keeps the workbench's own console (its warnings and errors) and its navigations in
+   * `<flow>-console.log` beside the pictures: what a failed step can be understood from when
+   * only the CI log and these files are left.
+   */
+  recordConsole(): void {
+    fs.writeFileSync(this.consoleLog, '');
+    const record = (line: string) => fs.appendFileSync(this.consoleLog, `${new Date().toISOString()} ${line}\n`);
+    this.page.on('console', (msg) => {
+      if (['error', 'warning', 'info'].includes(msg.type())) record(`[${msg.type()}] ${msg.text()}`);
+    });
+    this.page.on('pageerror', (err) => record(`[pageerror] ${err.stack ?? err.message}`));
+    this.page.on('framenavigated', (frame) => {
+      if (frame === this.page.mainFrame()) record(`[navigated] ${frame.url()}`);
+    });
+  }
+
+  private get consoleLog(): string {
+    return path.join(SCREENSHOTS, `${this.flow}-console.log`);
+  }
+
+  /**
+   * For a mocha afterEach: a picture of the screen when the test failed, and (once per flow) the
+   * workbench's console warnings and errors printed with the failure, as the CI log keeps only that.
+   */
   async screenshotIfFailed(test: { state?: string; title: string } | undefined): Promise<void> {
-    if (test?.state === 'failed') await this.screenshot(`failed-${test.title.replace(/\W+/g, '-')}`).catch(() => undefined);
+    if (test?.state !== 'failed') return;
+    await this.screenshot(`failed-${test.title.replace(/\W+/g, '-')}`).catch(() => undefined);
+    if (this.consolePrinted || !fs.existsSync(this.consoleLog)) return;
+    this.consolePrinted = true;
+    const lines = fs.readFileSync(this.consoleLog, 'utf8').split('\n').filter((l) => /\[(error|warning|pageerror|navigated)\]/.test(l));
+    process.stderr.write(`--- workbench console of ${this.flow} (warnings, errors, navigations; last 40) ---\n${lines.slice(-40).map((l) => l.slice(0, 400)).join('\n')}\n---\n`);
   }
 
   async screenshot(name: string): Promise<void> {

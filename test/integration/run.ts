@@ -17,6 +17,7 @@ import { z } from 'zod';
 import { CHROMIUM_ARGS, REPO_ROOT, startCodeServer } from '../../scripts/vscodeHost';
 import { type ClusterSimulator, startClusterSimulator } from '../fixtures/cluster/simulator';
 import { startOpenSandboxSimulator } from '../fixtures/opensandbox/simulator';
+import { serveRunnerBridge } from './runnerBridge';
 
 // Per run (several runs may share a checkout); inside the repository so the suite finds its mocha.
 fs.mkdirSync(path.join(REPO_ROOT, '.test-tmp'), { recursive: true });
@@ -109,14 +110,18 @@ async function main(): Promise<number> {
       KUBECONFIG: kubeconfig,
       SANDBOX_SESSIONS_IT_OPENSANDBOX_DOMAIN: openSandbox.url,
       SANDBOX_SESSIONS_IT_OPENSANDBOX_KEY: openSandbox.apiKey ?? '',
+      // What the suite asks of this runner (runnerBridge.ts): typing into an input box, the simulator's vault view.
+      SANDBOX_SESSIONS_IT_BRIDGE: path.join(work, 'runner-bridge'),
       // Activations run the deterministic test agent (Maka's CLI contract) instead of `maka activate`.
       SANDBOX_SESSIONS_ACTIVATION_COMMAND: JSON.stringify([process.execPath, path.join(REPO_ROOT, 'test/fixtures/agent/agent.mts'), 'activate']),
     },
   });
   const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', headless: true, args: CHROMIUM_ARGS });
   let exitCode: number;
+  let stopBridge = (): void => undefined;
   try {
     const page = await browser.newPage();
+    stopBridge = serveRunnerBridge(path.join(work, 'runner-bridge'), page, openSandbox);
     const done = new Promise<number>((resolve) => {
       void page.exposeFunction('codeAutomationExit', (code: number) => resolve(code));
     });
@@ -147,6 +152,7 @@ async function main(): Promise<number> {
       console.error(`code-server log tail:\n${server.log().slice(-4000)}\n(work folder: ${work})`);
     }
   } finally {
+    stopBridge();
     await browser.close().catch(() => undefined);
     await server.stop();
     fs.rmSync(SUITE_OUT, { recursive: true, force: true });

@@ -7,10 +7,16 @@ import { Sandbox, SandboxManager, type ConnectionConfig, type CredentialVaultCre
 import { z } from 'zod';
 import type { OpenSandboxConnection } from './connection';
 import { OpenSandboxError, toOpenSandboxError } from './errors';
+import { toStat, type FileStat } from './fileStat';
 import { LABEL_PRODUCT, LABEL_RUN, LABEL_SESSION, PRODUCT, labelValue, productMetadata } from './labels';
 import { PtyConnection, type PtyEndpoint, type PtyOpenOptions } from './ptyConnection';
 
+export type { FileStat } from './fileStat';
+
 export const EXECD_PORT = 44772;
+
+/** `GET /sandboxes/{id}/endpoints/{port}` (spec §2.3): host[:port][/path] without a scheme, and headers to send on every call. */
+const EndpointSchema = z.object({ endpoint: z.string().min(1), headers: z.record(z.string(), z.string()).nullish() });
 
 const SandboxInfoSchema = z.object({
   id: z.string().min(1),
@@ -25,22 +31,6 @@ export interface SandboxSummary {
   metadata: Record<string, string>;
   createdAt: Date;
   expiresAt: Date | null;
-}
-
-const FileInfoSchema = z.object({
-  path: z.string(),
-  type: z.string(),
-  size: z.number().nonnegative(),
-  mode: z.number().int().optional(),
-  modifiedAt: z.date().optional(),
-});
-export interface FileStat {
-  path: string;
-  type: 'file' | 'directory' | 'symlink' | 'other';
-  size: number;
-  /** Permission bits as a number (0o644), decoded from execd's octal digits (644). */
-  mode: number | undefined;
-  modifiedAt: Date | undefined;
 }
 
 const ExecutionSchema = z.object({
@@ -98,12 +88,6 @@ export interface ExecResult {
   commandId: string;
   /** The command's exit code; -1 when it was interrupted or timed out; null when unknown. */
   exitCode: number | null;
-}
-
-function toStat(raw: unknown): FileStat {
-  const f = FileInfoSchema.parse(raw);
-  const type = f.type === 'file' || f.type === 'directory' || f.type === 'symlink' ? f.type : 'other';
-  return { path: f.path, type, size: f.size, mode: f.mode === undefined ? undefined : parseInt(String(f.mode), 8), modifiedAt: f.modifiedAt };
 }
 
 function toSummary(raw: unknown): SandboxSummary {
@@ -365,6 +349,17 @@ export class OpenSandboxSandbox {
     }
     if (st.type === 'directory') await this.guard(`delete ${path}`, () => this.sbx.files.deleteDirectories([path]));
     else await this.guard(`delete ${path}`, () => this.sbx.files.deleteFiles([path]));
+  }
+
+  /**
+   * Where sandbox port `port` is reached from outside (spec §2.5): a URL and the endpoint's own headers (an execd
+   * access token, OpenSandbox-Secure-Access, …). Never the connection's headers: they hold the API key, and
+   * execd's proxy hands every header it gets to the server in the sandbox.
+   */
+  async portEndpoint(port: number): Promise<{ url: string; headers: Record<string, string> }> {
+    const ep = await this.guard(`resolve the endpoint of port ${port} of sandbox ${this.id}`, async () => EndpointSchema.parse(await this.sbx.getEndpoint(port)));
+    const scheme = /^https?:\/\//i.test(ep.endpoint) ? '' : `${this.config.protocol}://`;
+    return { url: `${scheme}${ep.endpoint}`, headers: { ...(ep.headers ?? {}) } };
   }
 
   private async ptyEndpoint(): Promise<PtyEndpoint> {

@@ -20,7 +20,7 @@ import { Capture, type CommandOutcome } from '../../local/execution';
 import type { ListPage, ReadResult } from '../../local/fileOperations';
 import { pageStart, takePage } from '../../local/listingPage';
 import { SessionError, failedPrecondition, invalidArgument } from '../../local/sessionError';
-import type { WorkspaceCommand } from '../../local/sessionWorkspace';
+import type { PortEndpoint, WorkspaceCommand } from '../../local/sessionWorkspace';
 import type { WorkspaceTerminal, WorkspaceTerminalOptions, WorkspaceTerminalSink } from '../../local/workspaceTerminal';
 import { cleanRelative } from '../../local/workspacePaths';
 import { OpenSandboxError } from './errors';
@@ -283,6 +283,14 @@ export class OpenSandboxWorkspace implements RemoteWorkspace {
     const terminal = await this.guard(() => OpenSandboxTerminal.open(this.sandbox, this.o.root, o, sink, (t) => this.terminals.delete(t)));
     this.terminals.add(terminal);
     return terminal;
+  }
+
+  // ---- ports ---------------------------------------------------------------------------------
+
+  /** OpenSandbox's endpoint for a sandbox port, for a loopback proxy on the editor's side (server/ports/opensandboxPorts.ts). */
+  async portEndpoint(port: number): Promise<PortEndpoint> {
+    if (this.closed) throw failedPrecondition('the sandbox is closing');
+    return this.guard(() => this.sandbox.portEndpoint(port));
   }
 
   async close(): Promise<void> {

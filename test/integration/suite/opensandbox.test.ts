@@ -2,20 +2,31 @@
 // person does (the domain setting, the API key through "Set OpenSandbox API Key…", kept in secret
 // storage), New Sandbox → OpenSandbox, files through the sandbox: file system (what an opened
 // folder uses), saving a file in an editor, and a command in the Sandbox terminal; the sandbox is
-// gone from the OpenSandbox server once the sandbox is closed with Drain.
+// gone from the OpenSandbox server once the sandbox is closed with Drain. "Set OpenSandbox Credential…" answered
+// through the real quick pick and password box (the runner types: runnerBridge.ts) puts the value into the next
+// sandbox's Credential Vault and into no log or setting.
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
 import * as vscode from 'vscode';
 import type { SandboxSummary } from '../../../protocol/sandboxes';
 import { api, newLocalSandbox, plain, until } from './helpers';
+import { openSandboxVault, typeIntoQuickInput } from './runnerBridge';
 
 const DOMAIN = process.env.SANDBOX_SESSIONS_IT_OPENSANDBOX_DOMAIN ?? '';
 const KEY = process.env.SANDBOX_SESSIONS_IT_OPENSANDBOX_KEY ?? '';
 
-/** Sandboxes the OpenSandbox server has, as its lifecycle API lists them. */
-async function openSandboxCount(): Promise<number> {
+/** Ids of the sandboxes the OpenSandbox server has, as its lifecycle API lists them. */
+async function openSandboxIds(): Promise<string[]> {
   const res = await fetch(`${DOMAIN}/v1/sandboxes?pageSize=200`, { headers: { 'OPEN-SANDBOX-API-KEY': KEY } });
   assert.equal(res.status, 200);
-  return ((await res.json()) as { items: unknown[] }).items.length;
+  return ((await res.json()) as { items: { id: string }[] }).items.map((s) => s.id);
+}
+
+/** How many sandboxes the OpenSandbox server has. */
+async function openSandboxCount(): Promise<number> {
+  return (await openSandboxIds()).length;
 }
 
 describe('OpenSandbox sandboxes in VS Code (simulator)', () => {
@@ -127,5 +138,80 @@ describe('OpenSandbox sandboxes in VS Code (simulator)', () => {
     const { sandbox: closed } = await companion.request('sandboxes/terminate', { ref: sandbox.ref, mode: 'Drain', wait: true });
     assert.equal(closed.phase, 'Succeeded');
     assert.equal(await openSandboxCount(), before - 1);
+  });
+});
+
+/** Every file under `root` (if it exists) holding `needle`, and how many files were read. */
+function filesHolding(root: string, needle: string): { hits: string[]; files: string[] } {
+  const hits: string[] = [];
+  const files: string[] = [];
+  const visit = (dir: string) => {
+    for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+      const p = path.join(dir, e.name);
+      if (e.isDirectory()) visit(p);
+      else if (e.isFile()) {
+        files.push(path.relative(root, p));
+        if (fs.readFileSync(p).includes(needle)) hits.push(path.relative(root, p));
+      }
+    }
+  };
+  if (fs.existsSync(root)) visit(root);
+  return { hits, files };
+}
+
+describe('Set OpenSandbox Credential… (simulator)', () => {
+  const SECRET = 'IT_VAULT_TOKEN';
+  const HOST = 'api.example.com';
+  const config = () => vscode.workspace.getConfiguration('sandboxSessions.opensandbox');
+
+  before(function () {
+    if (!DOMAIN) this.skip(); // run.ts always starts the simulator; this guards a hand-made run
+  });
+  after(async () => {
+    await vscode.commands.executeCommand('sandboxSessions.setOpenSandboxCredential', SECRET, ''); // forget it
+    await config().update('credentialBindings', undefined, vscode.ConfigurationTarget.Global);
+    await config().update('domain', undefined, vscode.ConfigurationTarget.Global);
+  });
+
+  it('Set OpenSandbox Credential… takes the secret a binding names and a value typed into a password box; the next OpenSandbox sandbox has it in its Credential Vault, and no log or setting holds it', async () => {
+    const { companion } = await api();
+    await config().update('domain', DOMAIN, vscode.ConfigurationTarget.Global);
+    assert.equal(await vscode.commands.executeCommand('sandboxSessions.setOpenSandboxApiKey', KEY), true);
+    await config().update('credentialBindings', [{ name: 'it-api', hosts: [HOST], auth: 'bearer', secret: SECRET }], vscode.ConfigurationTarget.Global);
+    const canary = `it_vault_canary_${randomBytes(12).toString('hex')}`;
+
+    // As a person: the command, its pick of the bound secret names (type to filter, Enter), then the value in a password box.
+    const running = Promise.resolve(vscode.commands.executeCommand<boolean>('sandboxSessions.setOpenSandboxCredential'));
+    await typeIntoQuickInput(SECRET, { password: false });
+    await typeIntoQuickInput(canary, { password: true });
+    assert.equal(await running, true, 'the command stored the credential');
+
+    await until(async () => {
+      const { providers } = await companion.request('providers/list', {});
+      return providers.find((p) => p.kind === 'local')?.runtimes.find((r) => r.name === 'opensandbox')?.available === true;
+    }, 'the opensandbox backend to be available');
+    const before = new Set(await openSandboxIds());
+    const created = await vscode.commands.executeCommand<SandboxSummary | undefined>('sandboxSessions.newSandbox', { provider: 'local', runtime: 'opensandbox', open: false });
+    assert.ok(created, 'New Sandbox returned the sandbox (a missing credential value would have refused it)');
+    try {
+      assert.equal(created.phase, 'Ready');
+      const made = (await openSandboxIds()).filter((id) => !before.has(id));
+      assert.equal(made.length, 1, 'one new sandbox on the OpenSandbox server');
+      const vault = await openSandboxVault(made[0] as string, `https://${HOST}/user`);
+      assert.deepEqual(vault.vaultSecrets, [{ name: SECRET, value: canary }], "the value typed is in the sandbox's Credential Vault (server side)");
+      assert.deepEqual(vault.injectedHeaders, { Authorization: `Bearer ${canary}` }, 'its requests to the bound host would carry it');
+    } finally {
+      await companion.request('sandboxes/terminate', { ref: created.ref, mode: 'Immediate', wait: true });
+    }
+
+    // Not in any log (the extension's output channel, the extension host's, the companion's), setting or daemon file.
+    const work = process.env.SANDBOX_SESSIONS_IT_WORK ?? '';
+    const logs = filesHolding(path.join(work, 'user-data', 'logs'), canary);
+    assert.ok(logs.files.some((f) => /Sandbox Sessions\.log$/.test(f)), `the extension's output channel is among the logs read: ${logs.files.join(', ')}`);
+    assert.deepEqual(logs.hits, [], 'no log holds the value');
+    for (const dir of [path.join(work, 'user-data', 'User'), path.join(work, 'user-data', 'Machine'), process.env.SANDBOX_SESSIONS_STATE_DIR ?? '']) {
+      assert.deepEqual(filesHolding(dir, canary).hits, [], `no file under ${dir} holds the value`);
+    }
+    assert.ok(!JSON.stringify(config().get('credentialBindings')).includes(canary), 'the bindings setting names the secret only');
   });
 });

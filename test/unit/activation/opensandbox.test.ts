@@ -321,6 +321,35 @@ describe('activations on OpenSandbox (local Runs with backend opensandbox, again
     assert.match(bad2.err(), /are for --provider opensandbox/);
   });
 
+  it('CLI: session activate --credential puts the binding into the activation sandbox\'s Credential Vault, its value from SANDBOX_SESSIONS_CREDENTIAL_<NAME>; a wrong one exits 2', async () => {
+    const canary = `sk-cli-vault-${randomBytes(12).toString('hex')}`;
+    // The CLI's provider, with the environment the CLI would have (the value is nowhere else).
+    const cliProvider = new LocalSandboxProvider({ stateDir, gatewayCommand: gatewayCommand(), log, credentialEnv: { SANDBOX_SESSIONS_CREDENTIAL_CLI_API_KEY: canary } });
+    const deps = { providers: { local: cliProvider }, env: {} };
+    try {
+      const before = new Set(simulator.retiredVaultSecrets().keys());
+      const a = captureIo();
+      const args = ['cli-osb-cred', '--message', 'with a vault', '--activation-id', 'cred-1', '--provider', 'opensandbox', '--credential', 'CLI_API_KEY=api.example.com', '--repository', repoRoot];
+      assert.equal(await runActivateCommand([...args, '--', ...AGENT_ARGV], a.io, deps), 0, a.err());
+      assert.match(a.out(), /committed cli-osb-cred@r1: completed\n/);
+      const vaults = [...simulator.retiredVaultSecrets()].filter(([id]) => !before.has(id));
+      assert.deepEqual(vaults.map(([, secrets]) => secrets), [[{ name: 'CLI_API_KEY', value: canary }]], "the activation sandbox's vault held it");
+      assert.ok(!a.out().includes(canary) && !a.err().includes(canary), 'not printed');
+      assert.deepEqual(scan(repoRoot, [canary]).hits, [], 'not in the repository');
+      assert.deepEqual(scan(stateDir, [canary]).hits, [], "not in the daemon's state root or log");
+      for (const [flags, message] of [
+        [['--provider', 'opensandbox', '--credential', 'CLI_API_KEY=api.example.com:apiKey'], /--credential CLI_API_KEY: apiKey needs the header it sets/],
+        [['--credential', 'CLI_API_KEY=api.example.com'], /--credential are for --provider opensandbox/],
+      ] as const) {
+        const bad = captureIo();
+        assert.equal(await runActivateCommand(['cli-osb-cred', '--message', 'x', ...flags, '--repository', repoRoot], bad.io, deps), 2, bad.err());
+        assert.match(bad.err(), message);
+      }
+    } finally {
+      await cliProvider.dispose();
+    }
+  });
+
   it('a server killed mid-activation leaves its sandbox on record; the retry of that id deletes it, runs once and commits once', async () => {
     await runner().run(request('osb-crash', 'x1', 'base'));
     // The agent waits for a file of the image that the first sandbox's image lacks; the retry's image has it.

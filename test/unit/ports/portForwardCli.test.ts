@@ -3,7 +3,9 @@
 // a server started in the sandbox answers at that address — in a local sandbox (whose server
 // listens on this machine already) and in the cluster SIMULATOR's kruntimes sandbox (through a
 // pods/portforward). Ctrl+C (SIGINT) closes the forward and exits 0; the sandbox ending exits 1
-// with the reason and closes the port; a sandbox that ended is refused in words, exit 1.
+// with the reason and closes the port; a sandbox that ended is refused in words, exit 1. An
+// OpenSandbox sandbox (the OpenSandbox SIMULATOR behind the local gateway) is forwarded through its
+// endpoint by a loopback proxy.
 import assert from 'node:assert/strict';
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -14,7 +16,14 @@ import { GatewayClient } from '../../../protocol/kruntimes/gatewayClient';
 import type { SandboxRef } from '../../../protocol/sandboxes';
 import type { KruntimesSandboxProvider } from '../../../server/sandboxes/kruntimes/kruntimesProvider';
 import { type ClusterTarget, startClusterTarget } from '../../fixtures/cluster/target';
-import { patchTermination, readyRun, startTestGateway, type TestGateway, waitPhase } from '../gateway/harness';
+import { Sandbox } from '@alibaba-group/opensandbox';
+import type { Run } from '../../../protocol/kruntimes/run';
+import { startGateway, type RunningGateway } from '../../../server/gateway/daemon';
+import { localBackends } from '../../../server/sandboxes/localBackends';
+import { resolveConnection } from '../../../server/sandboxes/opensandbox/connection';
+import { writeConnectionFile } from '../../../server/sandboxes/opensandbox/connectionFile';
+import { startOpenSandboxSimulator, type OpenSandboxSimulator } from '../../fixtures/opensandbox/simulator';
+import { call, patchTermination, readyRun, runsPath, startTestGateway, type TestGateway, waitPhase } from '../gateway/harness';
 
 const REPO_ROOT = path.resolve(__dirname, '../../..');
 
@@ -221,6 +230,55 @@ describe('ports: the port-forward CLI (built)', function () {
       const refused = cli(['kruntimes', 'port-forward', name, `:${port}`, ...where], env);
       assert.equal(await refused.exited, 1);
       assert.match(refused.err(), new RegExp(`^error \\(refused\\): sandbox ${name} has ended \\(Cancelled\\): nothing runs in it to forward a port to$`, 'm'));
+    });
+  });
+
+  describe('an OpenSandbox sandbox of the local gateway (`sandbox port-forward`, OpenSandbox SIMULATOR)', () => {
+    let sim: OpenSandboxSimulator;
+    let t: { gw: RunningGateway; stateDir: string };
+    let env: NodeJS.ProcessEnv;
+    const apiKey = `canary-${Date.now().toString(36)}-not-for-the-cli`;
+    before(async () => {
+      sim = await startOpenSandboxSimulator({ apiKey, graceMs: 50 });
+      const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ss-osb-cli-'));
+      // The daemon reads its OpenSandbox connection from the state root, as when the editor configured it.
+      await writeConnectionFile(stateDir, { domain: sim.url, apiKey });
+      t = { stateDir, gw: await startGateway({ stateDir, tickMs: 50, writeStateFile: true, backends: localBackends(stateDir, {}) }) };
+      env = { ...process.env, SANDBOX_SESSIONS_STATE_DIR: t.stateDir, OPEN_SANDBOX_API_KEY: '', OPEN_SANDBOX_DOMAIN: '' };
+    });
+    after(async () => {
+      await t?.gw.close();
+      await sim?.close();
+      if (t) fs.rmSync(t.stateDir, { recursive: true, force: true });
+    });
+
+    it('forwards through its endpoint on a free local port; Ctrl+C closes it; the key is in nothing the CLI prints', async () => {
+      const r = await call(t.gw, 'POST', runsPath(), {
+        body: { apiVersion: 'kruntimes.io/v1alpha1', kind: 'Run', metadata: { generateName: 'osb-cli-' }, spec: { runtime: 'opensandbox', mode: { session: {} } } },
+      });
+      assert.equal(r.status, 201, r.text);
+      const run = await waitPhase(t.gw, r.json() as Run, ['Ready', 'Failed'], 60_000);
+      assert.equal(run.status?.phase, 'Ready', run.status?.message);
+      const name = run.metadata.name as string;
+      const client = new GatewayClient({ endpoint: { url: run.status?.endpoint?.url as string }, token: t.gw.token });
+      await client.writeFile('served-by-the-sandbox.txt', Buffer.from('hi'));
+      await client.close();
+      // The server runs in the sandbox's own network (a background command, as from its terminal): port 8000 is not this machine's.
+      const [id] = sim.sandboxIds();
+      const sbx = await Sandbox.connect({ sandboxId: id as string, connectionConfig: resolveConnection({ domain: sim.url, apiKey, env: {} }).config() });
+      await sbx.commands.run('cd /workspace && exec python3 -m http.server 8000 --bind 127.0.0.1', { background: true });
+      await sbx.close();
+
+      const c = cli(['sandbox', 'port-forward', name, ':8000', '--state-dir', t.stateDir], env);
+      const local = await forwardedFrom(c, 8000);
+      assert.match(c.err(), /by a proxy on this machine to its OpenSandbox endpoint/);
+      // The server needs a moment to listen after its command started: the proxy answers 502 until then.
+      await until(async () => (await fetch(`http://127.0.0.1:${local}/`)).status === 200, 'the sandbox server through the forward');
+      await assertServes(local);
+      c.child.kill('SIGINT');
+      assert.equal(await c.exited, 0, c.err());
+      assert.equal(await accepts(local), false, 'the forwarded address stops answering');
+      assert.ok(!c.out().includes(apiKey) && !c.err().includes(apiKey), 'the API key is in nothing the CLI prints');
     });
   });
 });
