@@ -14,7 +14,7 @@ import { writeTar, type PackEntry, type TarSink } from '../../../server/bundle/t
 import { ThreadPool } from '../../../server/bundle/threadPool';
 import { createFixture, fixturePackOptions, GOLDEN, tempDir } from '../../fixtures/bundle/goldenFixture';
 import { listing, rejectsWith } from '../../fixtures/bundle/harness';
-import { NO_THREADS, openDescriptors, THREADS_EVERYWHERE, threadCount, tune } from './threadTuning';
+import { NO_THREADS, openDescriptors, THREADS_EVERYWHERE, threadCount, threadCountSettled, tune } from './threadTuning';
 
 const LIMITS: SessionBundleLimits = {
   ...CODEC_TEST_LIMITS,
@@ -177,7 +177,7 @@ describe('bundle/fast paths', () => {
         (err: Error) => err.name === 'SessionBundleError',
       );
       assert.deepEqual(listing(out), [], `cancelled in ${phase}: nothing left`);
-      assert.equal(threadCount(), threads, `cancelled in ${phase}: no worker thread left`);
+      assert.equal(await threadCountSettled(threads), threads, `cancelled in ${phase}: no worker thread left`);
       assert.equal(openDescriptors(), fds, `cancelled in ${phase}: no descriptor left`);
     }
   });
@@ -257,7 +257,7 @@ describe('bundle/fast paths', () => {
       (err: Error) => err.name === 'SessionBundleError',
     );
     assert.deepEqual(listing(parent).filter((n) => !n.endsWith('.lock')), []);
-    assert.equal(threadCount(), threads, 'no worker thread left');
+    assert.equal(await threadCountSettled(threads), threads, 'no worker thread left');
     assert.equal(openDescriptors(), fds, 'no descriptor left');
   });
 

@@ -41,6 +41,16 @@ export function threadCount(): number {
   return (require('node:fs') as typeof import('node:fs')).readdirSync('/proc/self/task').length;
 }
 
+/**
+ * The thread count once it is back to `expected`, or what it is after `ms`: a worker's `exit` event (what pack and
+ * hydrate await) comes as its JavaScript stops, and the OS thread is joined a moment later.
+ */
+export async function threadCountSettled(expected: number, ms = 2000): Promise<number> {
+  const deadline = Date.now() + ms;
+  while (threadCount() !== expected && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  return threadCount();
+}
+
 /** Open descriptors of this process (Linux). */
 export function openDescriptors(): number {
   // eslint-disable-next-line @typescript-eslint/no-require-imports

@@ -129,17 +129,18 @@ describe('OpenSandbox from the CLI (`sandbox … --runtime opensandbox`)', funct
 
   it('--credential without its value anywhere: the daemon refuses the create naming the variable, and creates nothing', async () => {
     const cli = await cliFor({ OPEN_SANDBOX_DOMAIN: target.domain, OPEN_SANDBOX_API_KEY: target.apiKey ?? '' });
-    const before = (await client.listOurs()).length;
+    // By id, not by count: an earlier test's sandbox may still be on its way out.
+    const before = new Set((await client.listOurs()).map((s) => s.id));
     const created = await cli(['create', '--runtime', 'opensandbox', '--name', 'osb-cred-missing', '--credential', 'GH_TOKEN=api.example.com']);
     assert.equal(created.code, 1, created.err);
     assert.match(created.err, /binding "gh_token" needs the secret GH_TOKEN/);
     assert.match(created.err, /SANDBOX_SESSIONS_CREDENTIAL_GH_TOKEN/);
-    assert.equal((await client.listOurs()).length, before);
+    assert.deepEqual((await client.listOurs()).filter((s) => !before.has(s.id)), [], 'no OpenSandbox sandbox was created');
   });
 
   it('a wrong --credential is a usage error (exit 2) that says what is wrong, never echoes a pasted value, and starts nothing', async () => {
     const cli = await cliFor({ OPEN_SANDBOX_DOMAIN: target.domain, OPEN_SANDBOX_API_KEY: target.apiKey ?? '' });
-    const before = (await client.listOurs()).length;
+    const before = new Set((await client.listOurs()).map((s) => s.id));
     const pasted = `ghp_${randomBytes(12).toString('hex')}`;
     const cases: [string[], RegExp][] = [
       [['--credential', 'GH_TOKEN'], /--credential GH_TOKEN: expected SECRET=HOST/],
@@ -161,7 +162,7 @@ describe('OpenSandbox from the CLI (`sandbox … --runtime opensandbox`)', funct
     assert.equal(local.code, 2);
     assert.match(local.err, /--credential are for --runtime opensandbox/);
     assert.equal(fsSync.existsSync(path.join(cli.stateDir, 'gateway.json')), false, 'no daemon was started');
-    assert.equal((await client.listOurs()).length, before);
+    assert.deepEqual((await client.listOurs()).filter((s) => !before.has(s.id)), [], 'no OpenSandbox sandbox was created');
   });
 });
 

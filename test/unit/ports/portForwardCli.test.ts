@@ -146,6 +146,7 @@ describe('ports: the port-forward CLI (built)', function () {
       try {
         const c = cli(['sandbox', 'port-forward', name, String(port), '--state-dir', t.stateDir], env);
         assert.equal(await forwardedFrom(c, port), port, 'a local sandbox is reached at its own port');
+        await until(() => /already listens on this machine/.test(c.err()) || c.child.exitCode !== null, 'the message on stderr'); // stderr and stdout arrive on separate pipes, in either order
         assert.match(c.err(), /already listens on this machine/);
         await assertServes(port);
         c.child.kill('SIGINT');
@@ -207,6 +208,7 @@ describe('ports: the port-forward CLI (built)', function () {
         const c = cli(['kruntimes', 'port-forward', name, `:${port}`, ...where], env);
         const local = await forwardedFrom(c, port);
         assert.notEqual(local, port);
+        await until(() => /through the API server of context simulator/.test(c.err()) || c.child.exitCode !== null, 'the message on stderr'); // stderr and stdout arrive on separate pipes, in either order
         assert.match(c.err(), /through the API server of context simulator/);
         await assertServes(local);
         assert.ok((target.simulator?.portForward.connections.get(`default/runtime-bash-0:${port}`) ?? 0) > 0, "carried by a pods/portforward of the Run's Pod");
@@ -271,6 +273,7 @@ describe('ports: the port-forward CLI (built)', function () {
 
       const c = cli(['sandbox', 'port-forward', name, ':8000', '--state-dir', t.stateDir], env);
       const local = await forwardedFrom(c, 8000);
+      await until(() => /by a proxy on this machine to its OpenSandbox endpoint/.test(c.err()) || c.child.exitCode !== null, 'the message on stderr'); // stderr and stdout arrive on separate pipes, in either order
       assert.match(c.err(), /by a proxy on this machine to its OpenSandbox endpoint/);
       // The server needs a moment to listen after its command started: the proxy answers 502 until then.
       await until(async () => (await fetch(`http://127.0.0.1:${local}/`)).status === 200, 'the sandbox server through the forward');
