@@ -86,10 +86,26 @@ export function buildOptions(options = {}) {
   };
 }
 
+/**
+ * V8 keeps a script's source on the heap at one byte a character only if every character is Latin-1: a
+ * single `’` left in a comment (esbuild escapes non-ASCII only in code) doubles it, and made the gateway
+ * daemon's 2.4 MB bundle 4.9 MB of its heap (issue 25). Every UTF-16 unit above U+00FF becomes `\uXXXX`,
+ * which means the same character wherever esbuild leaves one raw (a comment, a regular expression).
+ * @param {string} file
+ */
+export function latin1Source(file) {
+  const text = fs.readFileSync(file, 'utf8');
+  if (/[\u0100-\uffff]/.test(text)) fs.writeFileSync(file, text.replace(/[\u0100-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`));
+}
+
 /** Builds every bundle; resolves to their esbuild results (with metafiles when asked). */
 export async function buildAll(options = {}) {
   const opts = buildOptions(options);
   const [extension, server, commands] = await Promise.all([esbuild.build(opts.extension), esbuild.build(opts.server), esbuild.build(opts.commands)]);
+  if (options.write ?? true) {
+    const outdir = options.outdir ?? path.join(root, 'dist');
+    for (const file of ['extension.js', 'server.js', ...commandModules().map((m) => `cli/${m}.js`)]) latin1Source(path.join(outdir, file));
+  }
   return { extension, server, commands };
 }
 

@@ -2,10 +2,12 @@
 // named baseline `node -e 0` (the same Node binary) measured in the same run, cases interleaved so both
 // see the same machine load. Scripts call the CLI in loops (`sandbox exec` per step), so each call pays it.
 //   cases:  `--help`; `bundle cleanup <empty dir>` (a trivial command); `sandbox list` against a
-//           running daemon (the gateway round trip included); the daemon's RSS once it is healthy and
-//           again after the `sandbox list` calls (idle).
+//           running daemon (the gateway round trip included); `sandbox exec NAME -- true` on one Ready
+//           local sandbox (process backend), against its own baseline: the same Node spawning `true` and
+//           waiting for it; the daemon's RSS once it is healthy and again after the calls (idle).
 // Wall time is measured here around the spawn; peak RSS of each child is GNU time's %M (max RSS).
-// Acceptance (issue 25): a trivial command ≤ 0.08 s and ≤ 60 MB; daemon idle RSS ≤ 60 MB.
+// Acceptance (issue 25): a trivial command ≤ 0.08 s and ≤ 60 MB; `sandbox exec … -- true` ≤ 3× its
+// baseline; daemon idle RSS ≤ 60 MB.
 // Run: npm run build && npx tsx bench/cliStart.ts [runs per case, default 15]
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -17,6 +19,7 @@ const RUNS = Number(process.argv[2] ?? '15');
 const REPO = path.join(__dirname, '..');
 const CLI = path.join(REPO, 'dist/server.js');
 const TIME = '/usr/bin/time';
+const BASE = 'node -e 0 (baseline)';
 
 interface Sample {
   wallMs: number;
@@ -59,36 +62,45 @@ async function main(): Promise<void> {
   const stateDir = path.join(work, 'state');
   const empty = path.join(work, 'empty');
   fs.mkdirSync(empty);
-  const cases: [string, string[]][] = [
-    ['node -e 0 (baseline)', ['-e', '0']],
-    ['--help', [CLI, '--help']],
-    ['bundle cleanup <empty dir>', [CLI, 'bundle', 'cleanup', empty]],
-    ['sandbox list (daemon running)', [CLI, 'sandbox', 'list', '--state-dir', stateDir]],
+  const SPAWN_BASE = 'node spawning `true` (baseline)';
+  const sandbox = 'bench';
+  /** Each case: its name, the node arguments, the baseline its ratios are against, and its goal. */
+  const cases: { name: string; args: string[]; base: string; goal?: string }[] = [
+    { name: BASE, args: ['-e', '0'], base: BASE },
+    { name: '--help', args: [CLI, '--help'], base: BASE },
+    { name: 'bundle cleanup <empty dir>', args: [CLI, 'bundle', 'cleanup', empty], base: BASE, goal: '≤ 80 ms, ≤ 60 MB' },
+    { name: 'sandbox list (daemon running)', args: [CLI, 'sandbox', 'list', '--state-dir', stateDir], base: BASE },
+    { name: SPAWN_BASE, args: ['-e', "require('node:child_process').spawnSync('true')"], base: SPAWN_BASE },
+    { name: `sandbox exec ${sandbox} -- true`, args: [CLI, 'sandbox', 'exec', sandbox, '--state-dir', stateDir, '--', 'true'], base: SPAWN_BASE, goal: '≤ 3.00 × base wall' },
   ];
   try {
     const gateway = await ensureGateway({ stateDir, command: [process.execPath, CLI, 'gateway'] });
     const daemonStartKb = rssKb(gateway.pid);
-    const samples = new Map<string, Sample[]>(cases.map(([name]) => [name, []]));
-    for (const [, args] of cases) await run(args); // warm the page cache once, unrecorded
+    // One Ready local sandbox (process backend) for `sandbox exec`; created once, not measured.
+    await run([CLI, 'sandbox', 'create', '--name', sandbox, '--runtime', 'process', '--state-dir', stateDir]);
+    const samples = new Map<string, Sample[]>(cases.map((c) => [c.name, []]));
+    for (const c of cases) await run(c.args); // warm the page cache once, unrecorded
     for (let i = 0; i < RUNS; i++) {
-      for (const [name, args] of cases) samples.get(name)?.push(await run(args));
+      for (const c of cases) samples.get(c.name)?.push(await run(c.args));
     }
     const daemonIdleKb = rssKb(gateway.pid);
-    const base = samples.get(cases[0]![0])!;
-    const baseWall = median(base.map((s) => s.wallMs));
-    const baseRss = median(base.map((s) => s.maxRssKb));
-    console.log(`Node ${process.version}, ${RUNS} runs per case (medians), ${os.cpus().length} CPUs`);
-    console.log(`${'case'.padEnd(32)} ${'wall ms'.padStart(8)} ${'× base'.padStart(7)} ${'peak MB'.padStart(8)} ${'× base'.padStart(7)}`);
-    for (const [name] of cases) {
+    const medians = (name: string): { wall: number; rss: number } => {
       const s = samples.get(name)!;
-      const wall = median(s.map((x) => x.wallMs));
-      const rss = median(s.map((x) => x.maxRssKb));
+      return { wall: median(s.map((x) => x.wallMs)), rss: median(s.map((x) => x.maxRssKb)) };
+    };
+    const baseRss = medians(BASE).rss;
+    console.log(`Node ${process.version}, ${RUNS} runs per case (medians), ${os.cpus().length} CPUs, load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+    console.log(`${'case'.padEnd(34)} ${'wall ms'.padStart(8)} ${'× base'.padStart(7)} ${'peak MB'.padStart(8)} ${'× base'.padStart(7)}  goal`);
+    for (const c of cases) {
+      const { wall, rss } = medians(c.name);
+      const base = medians(c.base);
+      const against = c.base === c.name ? '' : ` (vs ${c.base === BASE ? '`node -e 0`' : 'spawn `true`'})`;
       console.log(
-        `${name.padEnd(32)} ${wall.toFixed(1).padStart(8)} ${(wall / baseWall).toFixed(2).padStart(7)} ${(rss / 1024).toFixed(1).padStart(8)} ${(rss / baseRss).toFixed(2).padStart(7)}`,
+        `${c.name.padEnd(34)} ${wall.toFixed(1).padStart(8)} ${(wall / base.wall).toFixed(2).padStart(7)} ${(rss / 1024).toFixed(1).padStart(8)} ${(rss / base.rss).toFixed(2).padStart(7)}  ${c.goal ?? ''}${c.goal ? against : ''}`,
       );
     }
     console.log(`daemon RSS once healthy: ${(daemonStartKb / 1024).toFixed(1)} MB (${(daemonStartKb / baseRss).toFixed(2)} × base peak)`);
-    console.log(`daemon RSS idle after ${RUNS + 1} lists: ${(daemonIdleKb / 1024).toFixed(1)} MB (${(daemonIdleKb / baseRss).toFixed(2)} × base peak)`);
+    console.log(`daemon RSS idle after ${RUNS + 1} lists and execs: ${(daemonIdleKb / 1024).toFixed(1)} MB (${(daemonIdleKb / baseRss).toFixed(2)} × base peak)`);
   } finally {
     await stopGateway({ stateDir }).catch(() => false);
     fs.rmSync(work, { recursive: true, force: true });

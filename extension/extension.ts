@@ -138,7 +138,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Sandbo
     statusBarText: () => statusBar.text,
     operations,
     sandboxLogText: (key) => logChannels.text(key),
-    search: { providersRegistered: search.providersRegistered, unavailableReason: search.unavailableReason },
+    search, // live getters: the setting registers and removes the providers while the window runs
     live,
     mcp,
     ports: { forwards: ports.forwards, links: ports.links, tree: ports.tree },

@@ -4,6 +4,7 @@
 // subcommand here, once, from the table below.
 import zlib from 'node:zlib';
 import { type CommandHelp, usageFor, wantsHelp } from './cli/args';
+import { enableCompileCache } from './cli/compileCache';
 import type { CommandHandler, CommandIo } from './cli/io';
 import { SERVER_VERSION } from './version';
 
@@ -135,6 +136,8 @@ export async function main(argv: string[], io: CommandIo): Promise<number> {
 }
 
 if (require.main === module) {
+  // Before any command bundle is required: those are what the cache saves compiling again.
+  enableCompileCache();
   main(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr }).then(
     (code) => {
       process.exitCode = code;

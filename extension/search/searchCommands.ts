@@ -1,9 +1,10 @@
 // Search for windows where VS Code's own search cannot reach `sandbox:` folders (the proposed search
-// API is not enabled): Go to File in Sandbox… (a Quick Pick ranked by fuzzy name over a cached file
-// index, dropped when the file system reports files created or deleted in that sandbox) and Find in
-// Sandbox… (matches streaming into a Quick Pick grouped by file; choosing one opens the file at the
-// match). Both work in any window; the notice that says why they exist is shown once. The commands are in
-// goToFile.ts and findInSandbox.ts; this registers them over one file index.
+// API is not enabled, or the setting sandboxSessions.search.quickOpenAndFindInFiles is off): Go to File
+// in Sandbox… (a Quick Pick ranked by fuzzy name over a cached file index, dropped when the file system
+// reports files created or deleted in that sandbox) and Find in Sandbox… (matches streaming into a Quick
+// Pick grouped by file; choosing one opens the file at the match). Both work in any window; the notice
+// that says why they exist is shown once. The commands are in goToFile.ts and findInSandbox.ts; this
+// registers them over one file index.
 import * as vscode from 'vscode';
 import { SearchLimits } from '../../protocol/search';
 import type { CompanionClient } from '../companion/companionClient';
@@ -49,15 +50,22 @@ export function registerSearchCommands(deps: SearchCommandDeps): vscode.Disposab
   return [listener, goToFile, find];
 }
 
-/** Says once, in words, why Ctrl+P and Find in Files do not search sandbox folders here and what does. */
-export async function explainFallbackOnce(globalState: vscode.Memento, reason: string): Promise<void> {
+/** Why Quick Open and Find in Files do not search sandbox folders here, and how to make them, in words. */
+export interface SearchUnavailable {
+  /** E.g. "the setting … is off" (a clause: follows "…in this window: "). */
+  why: string;
+  /** E.g. "turn that setting on" (a clause: follows "…, or "). */
+  howToEnable: string;
+}
+
+/** Says once, in words, why Ctrl+P and Find in Files do not search sandbox folders here, what does and how to enable them. */
+export async function explainFallbackOnce(globalState: vscode.Memento, reason: SearchUnavailable): Promise<void> {
   if (globalState.get<boolean>(NOTICE_SHOWN)) return;
   if (!(vscode.workspace.workspaceFolders ?? []).some((f) => f.uri.scheme === SANDBOX_SCHEME)) return;
   await globalState.update(NOTICE_SHOWN, true);
   const choice = await vscode.window.showInformationMessage(
-    `Quick Open and Find in Files cannot search sandbox folders in this window: VS Code lets an extension search its own ` +
-      `file system only through a proposed API (${reason}). Use "Sandbox Sessions: Go to File in Sandbox…" and "Find in Sandbox…", ` +
-      'or start VS Code / code-server with --enable-proposed-api sandbox-sessions.sandbox-sessions (npm start does).',
+    `Quick Open and Find in Files do not search sandbox folders in this window: ${reason.why}. ` +
+      `Use "Sandbox Sessions: Go to File in Sandbox…" and "Find in Sandbox…", or ${reason.howToEnable}.`,
     'Go to File in Sandbox…',
     'Find in Sandbox…',
   );

@@ -7,11 +7,11 @@
 // connection per sandbox on era D. The era is learnt from the first operation call — era D
 // answers it 404 `endpoint not found` before Run lookup, so nothing runs — and remembered per
 // gateway for the whole process (gatewayEra.ts).
-import type { Dispatcher } from 'undici';
 import { parseJsonWithBigInts } from './goJson';
 import { isEndpointNotFoundError, knownGatewayEra, rememberGatewayEra } from './gatewayEra';
 import { GatewayHttp, keyHeader, parseGatewayResponse, parseJsonOrThrow, type CallOptions, type OperationOptions } from './gatewayHttp';
 import { gatewayTlsOptions, type GatewayTlsOptions } from './gatewayTls';
+import type { HttpTransport } from './httpTransport';
 import { decodeCommandResult, executeFromEvents, type CommandOutput } from './operationResults';
 import type { HeartbeatHold, LeaseHeartbeatOptions } from './sessionConnection';
 import { acquireSessionConnection, type SessionConnectionRef } from './sessionConnectionPool';
@@ -49,8 +49,8 @@ export interface GatewayClientOptions {
   endpoint: GatewayEndpoint;
   /** Bearer token; sent as `Authorization: Bearer <token>`. */
   token?: string | undefined;
-  /** A shared dispatcher; when absent the client owns a bounded Agent and `close()` closes it. */
-  dispatcher?: Dispatcher | undefined;
+  /** A shared transport (httpTransport.ts); when absent the client owns a bounded one and `close()` closes it. */
+  transport?: HttpTransport | undefined;
   /** Retry reads that answer 409/503 until this many ms after the client was created (0 = never). */
   readRetryWindowMs?: number | undefined;
   /** TLS adjustments, e.g. for a port-forwarded loopback hop whose certificate names the Service. */
@@ -103,7 +103,7 @@ export class GatewayClient {
     this.http = new GatewayHttp({
       base: this.base,
       token: options.token,
-      dispatcher: options.dispatcher,
+      transport: options.transport,
       readRetryWindowMs: options.readRetryWindowMs ?? 0,
       maxResponseBytes: options.maxResponseBytes,
       tlsOptions: this.tlsOptions,
@@ -111,7 +111,7 @@ export class GatewayClient {
   }
 
   /**
-   * Closes the client's own connection pool (a shared dispatcher is left to its owner) and lets
+   * Closes the client's own connection pool (a shared transport is left to its owner) and lets
    * go of the shared Session connection (closed once no client of this process uses it).
    */
   async close(): Promise<void> {

@@ -1,14 +1,14 @@
 // The HTTP half of the Runtime access API client (GatewayClient): bounded requests (connection pool, header
 // and body timeouts, response caps), read retries inside the window after Ready, error bodies turned into typed
 // GatewayErrors, and era C's NDJSON operation stream. Apart from the client so that its public surface — which
-// era a call goes over — reads on its own.
-import { Agent, type Dispatcher, request } from 'undici';
+// era a call goes over — reads on its own. The requests go through an HttpTransport (httpTransport.ts).
 import type { z } from 'zod';
 import { isEndpointNotFoundError } from './gatewayEra';
 import type { GatewayTlsOptions } from './gatewayTls';
 import { ndjsonLines, NdjsonLineError } from './ndjsonLines';
 import { ErrorBodySchema, GatewayLimits, type SessionOperation, StreamEventSchema, type StreamEvent } from './gateway';
 import { GatewayError, GatewayProtocolError, GatewayTransportError } from './gatewayErrors';
+import { type HttpResponse, type HttpTransport, openHttpTransport, readText } from './httpTransport';
 
 export interface CallOptions {
   signal?: AbortSignal | undefined;
@@ -27,7 +27,7 @@ export interface OperationOptions extends CallOptions {
 export interface GatewayHttpOptions {
   base: string;
   token: string | undefined;
-  dispatcher: Dispatcher | undefined;
+  transport: HttpTransport | undefined;
   readRetryWindowMs: number;
   maxResponseBytes: number | undefined;
   tlsOptions: GatewayTlsOptions;
@@ -58,8 +58,8 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 
 export class GatewayHttp {
   private readonly base: string;
-  private readonly dispatcher: Dispatcher;
-  private readonly ownsDispatcher: boolean;
+  private readonly transport: HttpTransport;
+  private readonly ownsTransport: boolean;
   private readonly authorization: string | undefined;
   private readonly retryReadsUntil: number;
   private readonly maxResponseBytes: number;
@@ -69,28 +69,22 @@ export class GatewayHttp {
     this.authorization = options.token ? `Bearer ${options.token}` : undefined;
     this.retryReadsUntil = Date.now() + options.readRetryWindowMs;
     this.maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
-    if (options.dispatcher) {
-      this.dispatcher = options.dispatcher;
-      this.ownsDispatcher = false;
+    if (options.transport) {
+      this.transport = options.transport;
+      this.ownsTransport = false;
     } else {
-      this.dispatcher = new Agent({
-        connections: 8,
-        pipelining: 1,
-        keepAliveTimeout: 10_000,
-        keepAliveMaxTimeout: 60_000,
-        connect: { timeout: 10_000, ...options.tlsOptions },
-      });
-      this.ownsDispatcher = true;
+      this.transport = openHttpTransport(this.base, { maxConnections: 8, keepAliveMs: 10_000, connectTimeoutMs: 10_000, tls: options.tlsOptions });
+      this.ownsTransport = true;
     }
   }
 
-  /** Closes the connection pool if this transport made it (a shared dispatcher is left to its owner). */
+  /** Closes the connection pool if this client made it (a shared transport is left to its owner). */
   async close(): Promise<void> {
-    if (this.ownsDispatcher) await this.dispatcher.close();
+    if (this.ownsTransport) await this.transport.close();
   }
 
   /** POSTs `operations:stream`: the 200 response, or undefined when the gateway is era D. */
-  async openStream(operation: SessionOperation, args: OperationOptions): Promise<Dispatcher.ResponseData | undefined> {
+  async openStream(operation: SessionOperation, args: OperationOptions): Promise<HttpResponse | undefined> {
     const response = await this.send('POST', '/operations:stream', JSON.stringify(operation), keyHeader(args), args.signal, true);
     if (response.statusCode === 200) return response;
     const error = await this.errorFrom(response);
@@ -98,10 +92,10 @@ export class GatewayHttp {
     throw error;
   }
 
-  async *streamEvents(response: Dispatcher.ResponseData, signal: AbortSignal | undefined): AsyncGenerator<StreamEvent> {
+  async *streamEvents(response: HttpResponse, signal: AbortSignal | undefined): AsyncGenerator<StreamEvent> {
     let sawTerminal = false;
     try {
-      for await (const line of ndjsonLines(response.body as AsyncIterable<Buffer>, MAX_STREAM_LINE_BYTES)) {
+      for await (const line of ndjsonLines(response.body, MAX_STREAM_LINE_BYTES)) {
         const event = parseGatewayResponse(StreamEventSchema, parseJsonOrThrow(line));
         if (event.type === 'completed' || event.type === 'failed') sawTerminal = true;
         yield event;
@@ -117,7 +111,7 @@ export class GatewayHttp {
         { cause: err },
       );
     } finally {
-      if (!response.body.destroyed) response.body.destroy();
+      response.destroy();
     }
     if (!sawTerminal) {
       throw new GatewayTransportError('the operation stream ended without a terminal event; the outcome is unknown', true);
@@ -157,19 +151,18 @@ export class GatewayHttp {
     extraHeaders: Record<string, string>,
     signal: AbortSignal | undefined,
     mutation: boolean,
-  ): Promise<Dispatcher.ResponseData> {
+  ): Promise<HttpResponse> {
     const headers: Record<string, string> = { accept: 'application/json', ...extraHeaders };
     if (this.authorization) headers.authorization = this.authorization;
     if (body !== undefined) headers['content-type'] = 'application/json';
     try {
-      return await request(this.base + suffix, {
+      return await this.transport.request(this.base + suffix, {
         method,
         headers,
         body,
-        dispatcher: this.dispatcher,
         signal,
-        headersTimeout: mutation ? MUTATION_HEADERS_TIMEOUT_MS : READ_HEADERS_TIMEOUT_MS,
-        bodyTimeout: mutation ? MUTATION_HEADERS_TIMEOUT_MS : READ_HEADERS_TIMEOUT_MS,
+        headersTimeoutMs: mutation ? MUTATION_HEADERS_TIMEOUT_MS : READ_HEADERS_TIMEOUT_MS,
+        bodyTimeoutMs: mutation ? MUTATION_HEADERS_TIMEOUT_MS : READ_HEADERS_TIMEOUT_MS,
       });
     } catch (err) {
       if (isAbort(err, signal)) throw err;
@@ -185,26 +178,16 @@ export class GatewayHttp {
     }
   }
 
-  private async readBody(response: Dispatcher.ResponseData, mutation = false): Promise<string> {
-    const chunks: Buffer[] = [];
-    let size = 0;
+  private async readBody(response: HttpResponse, mutation = false): Promise<string> {
     try {
-      for await (const chunk of response.body as AsyncIterable<Buffer>) {
-        size += chunk.length;
-        if (size > this.maxResponseBytes) {
-          response.body.destroy();
-          throw new GatewayProtocolError(`gateway response exceeds ${this.maxResponseBytes} bytes`);
-        }
-        chunks.push(chunk);
-      }
+      return await readText(response, this.maxResponseBytes, () => new GatewayProtocolError(`gateway response exceeds ${this.maxResponseBytes} bytes`));
     } catch (err) {
       if (err instanceof GatewayProtocolError) throw err;
       throw new GatewayTransportError(`the gateway response broke off: ${(err as Error).message}`, mutation, { cause: err });
     }
-    return Buffer.concat(chunks).toString('utf8');
   }
 
-  private async errorFrom(response: Dispatcher.ResponseData): Promise<GatewayError> {
+  private async errorFrom(response: HttpResponse): Promise<GatewayError> {
     let text = '';
     try {
       text = await this.readBody(response);

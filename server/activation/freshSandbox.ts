@@ -6,7 +6,8 @@ import { GatewayClient } from '../../protocol/kruntimes/gatewayClient';
 import type { SandboxRef } from '../../protocol/sandboxes';
 import type { Logger } from '../log';
 import type { SandboxProvider } from '../sandboxes/provider';
-import { hostRootOf, type SandboxAccess } from '../sandboxes/workspaceMover';
+import { confirmedHostRoot } from '../sandboxes/hostPlacement';
+import type { SandboxAccess } from '../sandboxes/workspaceMover';
 import { ActivationError } from './errors';
 import { REMOTE } from './sandboxLayout';
 import { makaSessionIdOf, type StateIdentity } from './stateIdentity';
@@ -23,28 +24,33 @@ export interface ConnectedSandbox extends SandboxAccess {
   root: string;
 }
 
-/** Opens the sandbox's gateway and finds its root (`pwd`); the client is closed again if that fails. */
+/**
+ * Opens the sandbox's gateway and finds its root (`pwd`) and, at the same time, the directory the provider offers for
+ * it here (used only when it is that very root: workspaceMover.hostRootOf); the client is closed again if that fails.
+ */
 export async function connectSandbox(provider: SandboxProvider, ref: SandboxRef, signal: AbortSignal): Promise<ConnectedSandbox> {
   const connection = await provider.open(ref);
   const client = new GatewayClient({ endpoint: connection.endpoint, token: connection.token, tls: connection.tls });
+  const offered = Promise.resolve().then(() => provider.hostDirectory?.(ref));
+  offered.catch(() => undefined); // awaited below unless pwd fails first
   try {
     const pwd = await client.runCommand({ argv: ['pwd'] }, { signal });
     const root = pwd.stdout.toString('utf8').trim();
     if (pwd.exitCode !== 0 || !root.startsWith('/')) throw new ActivationError('sandbox_failed', `cannot find the sandbox root (pwd exited ${pwd.exitCode})`);
-    return { client, root, hostRoot: await hostRootOf(provider, ref, client, { signal, sandboxRoot: root }) };
+    return { client, root, hostRoot: await confirmedHostRoot(await offered, root) };
   } catch (err) {
     await client.close().catch(() => undefined);
     throw err;
   }
 }
 
-/** Writes the ActivationRequest as a JSON file and the credentials' files under the config root. */
+/** Writes the ActivationRequest as a JSON file (after the config root: `writeConfigRoot`). */
 export async function writeActivationInput(
   client: GatewayClient,
-  input: { request: ActivationRunRequest; identity: StateIdentity | undefined; credentials: ActivationCredentials },
+  input: { request: ActivationRunRequest; identity: StateIdentity | undefined },
   signal: AbortSignal,
 ): Promise<void> {
-  const { request, identity, credentials } = input;
+  const { request, identity } = input;
   const makaSessionId = makaSessionIdOf(identity);
   const activationRequest: ActivationRequest = {
     schemaVersion: 1,
@@ -54,6 +60,10 @@ export async function writeActivationInput(
     stimulus: request.stimulus,
   };
   await client.writeFile(REMOTE.input, Buffer.from(JSON.stringify(activationRequest), 'utf8'), { createParents: true }, { signal });
+}
+
+/** Makes the config root and writes the credentials' files under it (beside the session: it may go with the hydrate). */
+export async function writeConfigRoot(client: GatewayClient, credentials: ActivationCredentials, signal: AbortSignal): Promise<void> {
   await client.createDirectory(REMOTE.config, { signal });
   for (const [rel, contents] of Object.entries(credentials.configFiles ?? {})) {
     await client.writeFile(`${REMOTE.config}/${rel}`, typeof contents === 'string' ? Buffer.from(contents, 'utf8') : contents, { createParents: true }, { signal });

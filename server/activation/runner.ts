@@ -42,7 +42,7 @@ import { ActivationRecords } from './activationRecords';
 import { runAgentCommand } from './agentCommand';
 import { commitCheckpoint, markCommitted } from './activationCommit';
 import { ActivationError, isActivationError } from './errors';
-import { type ActivationCredentials, type ConnectedSandbox, connectSandbox, destroySandbox, writeActivationInput } from './freshSandbox';
+import { type ActivationCredentials, type ConnectedSandbox, connectSandbox, destroySandbox, writeActivationInput, writeConfigRoot } from './freshSandbox';
 import { classify, commitIdFor, committedResult, notCommitted } from './outcomes';
 import { type ActivationCommandConfig, activationArgv, DEFAULT_ACTIVATION_COMMAND, REMOTE } from './sandboxLayout';
 import { DEFAULT_LEASE_POLICY, Heartbeat, type LeasePolicy } from './sessionLease';
@@ -179,23 +179,48 @@ export class ActivationRunner {
     };
   }
 
-  /** Steps 3–10 in a private scratch directory and a fresh sandbox, both gone afterwards whatever happens. */
+  /**
+   * Steps 3–10 in a private scratch directory and a fresh sandbox, both gone afterwards whatever happens. Overlapping:
+   * recording the sandbox with connect + hydrate (the agent waits for the record); destroying it with the commit
+   * (nothing reads it after the capture; the run returns once it is gone, `cleanup` reported after `done`).
+   */
   private async runFresh(request: ActivationRunRequest, provider: SandboxProvider, ctx: AttemptContext): Promise<ActivationResult> {
     const scratch = await fsp.mkdtemp(path.join(this.options.scratchParent ?? os.tmpdir(), 'ss-activation-'));
     await fsp.chmod(scratch, 0o700);
     let ref: SandboxRef | undefined;
     let sandbox: ConnectedSandbox | undefined;
+    let recorded: Promise<unknown> | undefined;
+    let destroying: Promise<void> | undefined;
     try {
       const base = await this.checkout(request.sessionId, ctx);
-      ref = await this.createSandbox(request, provider, ctx);
-      sandbox = await connectSandbox(provider, ref, ctx.signal);
-      const { identity, credentials, knownDigests } = await this.hydrate(request, sandbox, base, scratch, ctx);
-      const outcome = await this.runAgent(request, sandbox, credentials, ctx);
-      const artifact = await this.capture(request, sandbox, identity, outcome, scratch, ctx, knownDigests);
+      const created = await this.createSandbox(request, provider, ctx);
+      ref = created;
+      const recording = this.recordSandbox(request, created, ctx);
+      recorded = recording.catch(() => undefined); // settled, for `finally`; never an unhandled rejection meanwhile
+      const { connected, identity, credentials, knownDigests } = await (async () => {
+        const connected = await connectSandbox(provider, created, ctx.signal);
+        sandbox = connected;
+        return { connected, ...(await this.hydrate(request, connected, base, scratch, ctx)) };
+      })().catch(async (err: unknown) => {
+        await recording; // a sandbox that is not ours to use: that is the reason to report
+        throw err;
+      });
+      await recording;
+      const outcome = await this.runAgent(request, connected, credentials, ctx);
+      const artifact = await this.capture(request, connected, identity, outcome, scratch, ctx, knownDigests);
+      sandbox = undefined;
+      destroying = connected.client
+        .close()
+        .catch(() => undefined)
+        .then(() => this.destroySandbox(created, () => undefined));
       return await this.commit(request, base, artifact, outcome, ctx);
     } finally {
       await sandbox?.client.close().catch(() => undefined);
-      if (ref) await this.destroySandbox(ref, ctx.progress);
+      await recorded;
+      if (destroying !== undefined && ref !== undefined) {
+        ctx.progress('cleanup', `destroying sandbox ${ref.name}`);
+        await destroying;
+      } else if (ref) await this.destroySandbox(ref, ctx.progress);
       await fsp.rm(scratch, { recursive: true, force: true }).catch(() => undefined);
     }
   }
@@ -211,7 +236,7 @@ export class ActivationRunner {
     }
   }
 
-  /** 4. A fresh sandbox for this attempt only, named in the activation record (so a successor can destroy it). */
+  /** 4. A fresh sandbox for this attempt only (`recordSandbox` names it in the activation record). */
   private async createSandbox(request: ActivationRunRequest, provider: SandboxProvider, ctx: AttemptContext): Promise<SandboxRef> {
     const { sessionId, activationId } = request;
     ctx.progress('sandbox', `creating a fresh ${request.sandbox.runtime} sandbox`);
@@ -222,18 +247,20 @@ export class ActivationRunner {
     // (for OpenSandbox the daemon then deletes the sandbox; the sandbox's TTL is the last resort without a daemon).
     const timeout = request.sandbox.timeout ?? THROWAWAY_SANDBOX_TIMEOUT;
     const created = await provider.create({ ...request.sandbox, labels, timeout }, { waitForReady: true, timeoutMs: this.options.sandboxReadyTimeoutMs ?? 60_000, signal: ctx.signal });
-    const recorded = await this.repo.activations.update(sessionId, activationId, ctx.token, (r) => ({ ...r, sandbox: created.ref }));
-    if (!recorded) {
-      await this.destroySandbox(created.ref, ctx.progress);
-      throw new ActivationError('ownership_lost', `activation ${activationId} was taken over by another server`);
-    }
     return created.ref;
+  }
+
+  /** The sandbox named in the activation record (so a successor can destroy it); ownership_lost if another server owns it. */
+  private async recordSandbox(request: ActivationRunRequest, ref: SandboxRef, ctx: AttemptContext): Promise<void> {
+    const { sessionId, activationId } = request;
+    const recorded = await this.repo.activations.update(sessionId, activationId, ctx.token, (r) => ({ ...r, sandbox: ref }));
+    if (!recorded) throw new ActivationError('ownership_lost', `activation ${activationId} was taken over by another server`);
   }
 
   /**
    * 5. Hydrate the checked-out bundle into the sandbox (straight into a local sandbox's directory; else uploaded as
    * one file and unpacked by `tar` in the sandbox when its image can; else through `scratch` and file by file); 6. the request as a JSON file; credentials under the config
-   * root. Returns the session's state identity and the credentials.
+   * root (written while the session is hydrated: it lies beside it). Returns the session's state identity and the credentials.
    */
   private async hydrate(
     request: ActivationRunRequest,
@@ -252,15 +279,22 @@ export class ActivationRunner {
     let identity: SessionIdentity | undefined;
     // What a hydrate in the sandbox's directory wrote: the capture's pack does not hash those files again while unchanged.
     const knownDigests = new Map<string, KnownDigest>();
-    if (base === undefined) {
-      if (sandbox.hostRoot === undefined) ctx.progress('hydrate', 'creating an empty session in the sandbox');
-      await hydrateInto(sandbox, await emptySession(scratch), placement, { signal: ctx.signal });
-    } else {
-      const input = { objects: this.repo.objects, checkpoint: base.checkpoint, sessionId: request.sessionId, limits: this.limits, scratch };
-      identity = await checkoutInto(sandbox, placement, input, { signal: ctx.signal, onTransfer, knownDigests });
-    }
     const credentials = (await this.options.credentials?.(request)) ?? {};
-    await writeActivationInput(sandbox.client, { request, identity, credentials }, ctx.signal);
+    const config = writeConfigRoot(sandbox.client, credentials, ctx.signal);
+    const configSettled = config.catch(() => undefined);
+    try {
+      if (base === undefined) {
+        if (sandbox.hostRoot === undefined) ctx.progress('hydrate', 'creating an empty session in the sandbox');
+        await hydrateInto(sandbox, await emptySession(scratch), placement, { signal: ctx.signal });
+      } else {
+        const input = { objects: this.repo.objects, checkpoint: base.checkpoint, sessionId: request.sessionId, limits: this.limits, scratch };
+        identity = await checkoutInto(sandbox, placement, input, { signal: ctx.signal, onTransfer, knownDigests });
+      }
+    } finally {
+      await configSettled;
+    }
+    await config;
+    await writeActivationInput(sandbox.client, { request, identity }, ctx.signal);
     return { identity, credentials, knownDigests };
   }
 
@@ -340,7 +374,9 @@ export class ActivationRunner {
     };
     const lost = ctx.lost();
     if (lost !== undefined) throw new ActivationError('ownership_lost', lost);
-    const committing = await this.repo.activations.update(sessionId, activationId, ctx.token, (r) => ({ ...r, state: 'committing', pending, outcome }));
+    // Not waited onto the disk by itself: the commit right after it is a write of the same repository that is (and
+    // makes this one durable); if that never reaches the disk, neither did anything this record would have to finish.
+    const committing = await this.repo.activations.update(sessionId, activationId, ctx.token, (r) => ({ ...r, state: 'committing', pending, outcome }), { durable: false });
     if (!committing) throw new ActivationError('ownership_lost', `activation ${activationId} was taken over by another server before its commit`);
     let committed: CommittedSessionRevision;
     try {

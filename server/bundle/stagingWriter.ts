@@ -7,11 +7,15 @@
 //   the page cache, where an asynchronous call per step cost a thread-pool round trip; a chunk is at most 1 MiB.
 //   The fsyncs, which wait for the disk, run in the background (FileSyncer).
 // * on file-writer threads, when the reader runs its compressed side on a worker (big bundles): the tar bytes already
-//   sit in shared slots, so this thread creates the directories and sends each writer the operations for its files,
-//   one batch per slot, naming byte ranges of the slot; a slot is refilled once every writer that got a batch for it
-//   has answered. A writer creates, writes, chmods, fsyncs and closes each of its files, so file creation — the
+//   sit in shared slots, so this thread sends each writer the operations for its directories and files, one batch
+//   per slot, naming byte ranges of the slot; a slot is refilled once every writer that got a batch for it has
+//   answered. A writer creates, writes, chmods, fsyncs and closes each of its files, so file creation — the
 //   costliest part of hydrating many files — runs beside validation, and as many fsyncs as writers are in flight
-//   without occupying the libuv thread pool, where they would stall the decompressor.
+//   without occupying the libuv thread pool, where they would stall the decompressor. Directories are made by the
+//   writers too (a blocking mkdir here, ms each on a busy disk, stalled validation and every writer with it): a
+//   directory goes to the writer of the next file (the archive lists a directory before what it holds), and a writer
+//   that finds a file's directory missing — made by another writer whose batch runs later — makes it there and then
+//   (it was declared and checked already: the reader requires every parent to precede its entries).
 // With `onWritten`, each file's identity once it is finished (fstat after its last write and chmod) is reported with the
 // digest the reader computed over exactly the bytes written: a later pack of the same, unchanged file may take that
 // digest instead of hashing it again (pack.ts `knownDigests`).
@@ -31,15 +35,48 @@ import type { UstarEntry } from './ustar';
 
 const CREATE_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
 
-/** o: create a file, w: write a range of the ring, b: write bytes, c: finish the file (chmod, fsync, close), x: abandon it. */
-type Op = { t: 'o'; path: string; mode: number } | { t: 'w'; offset: number; length: number } | { t: 'b'; bytes: Uint8Array } | { t: 'c' } | { t: 'x' };
+/**
+ * d: make a directory (0755), o: create a file, w: write a range of the ring, b: write bytes, c: finish the file (chmod,
+ * fsync, close), x: abandon it.
+ */
+type Op =
+  | { t: 'd'; path: string }
+  | { t: 'o'; path: string; mode: number }
+  | { t: 'w'; offset: number; length: number }
+  | { t: 'b'; bytes: Uint8Array }
+  | { t: 'c' }
+  | { t: 'x' };
 
 // Runs on ThreadPool threads (plain JavaScript; see threadPool.ts). Holds at most one open file between messages;
-// any message after the pool is stopped closes it.
+// any message after the pool is stopped closes it. A directory another writer made first (EEXIST on a directory) is
+// fine: staging is private and the archive has no duplicates, so only a writer of this hydrate can have made it.
 const WRITER_SOURCE = `
-const { closeSync, constants, fchmodSync, fstatSync, fsyncSync, openSync, writeSync } = require('node:fs');
+const { chmodSync, closeSync, constants, fchmodSync, fstatSync, fsyncSync, lstatSync, mkdirSync, openSync, writeSync } = require('node:fs');
+const { dirname } = require('node:path');
 const CREATE = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
 let current;
+function makeDirectory(path) {
+  try {
+    mkdirSync(path, { mode: 0o755 });
+  } catch (err) {
+    if (err && err.code === 'EEXIST' && lstatSync(path).isDirectory()) return;
+    if (err && err.code === 'ENOENT' && path.length > workerData.root.length && path.startsWith(workerData.root + '/')) {
+      makeDirectory(dirname(path));
+      return makeDirectory(path);
+    }
+    throw err;
+  }
+  chmodSync(path, 0o755);
+}
+function create(path, mode) {
+  try {
+    return openSync(path, CREATE, mode);
+  } catch (err) {
+    if (!(err && err.code === 'ENOENT')) throw err;
+  }
+  makeDirectory(dirname(path));
+  return openSync(path, CREATE, mode);
+}
 function closeCurrent() {
   if (current === undefined) return;
   const fd = current.fd;
@@ -60,8 +97,10 @@ parentPort.on('message', ({ slot, ops }) => {
         if (stopped()) break;
         continue;
       }
-      if (op.t === 'o') {
-        current = { fd: openSync(op.path, CREATE, op.mode), mode: op.mode };
+      if (op.t === 'd') {
+        makeDirectory(op.path);
+      } else if (op.t === 'o') {
+        current = { fd: create(op.path, op.mode), mode: op.mode };
       } else if (op.t === 'w') {
         writeAll(current.fd, new Uint8Array(workerData.ring, op.offset, op.length));
       } else if (op.t === 'b') {
@@ -107,6 +146,8 @@ interface Remote {
   load: number[];
   /** The writer of the file being read. */
   writer: number;
+  /** Directories read since the last file, sent (in order) to the writer of the next file or with the slot's batches. */
+  directories: Op[];
   /** Per slot: batches not answered yet. */
   holds: Map<number, number>;
   /** Per writer: bytes of each batch in flight, oldest first. */
@@ -142,6 +183,7 @@ export class StagingWriter implements ReadHandlers {
       ops: Array.from({ length: writers }, () => []),
       load: Array.from({ length: writers }, () => 0),
       writer: 0,
+      directories: [],
       holds: new Map(),
       inFlight: Array.from({ length: writers }, () => []),
       finishing: Array.from({ length: writers }, () => []),
@@ -168,7 +210,7 @@ export class StagingWriter implements ReadHandlers {
           },
           onError: (err) => void (remote.failure ??= err),
         },
-        { ring: reader.ring, durable: this.durable, stat: this.onWritten !== undefined },
+        { ring: reader.ring, durable: this.durable, stat: this.onWritten !== undefined, root: this.stagingRoot },
       ),
     };
     reader.holdSlot = (slot) => this.send(slot);
@@ -181,10 +223,14 @@ export class StagingWriter implements ReadHandlers {
     }
   }
 
-  /** Directories are made here, in order, so they exist before any writer creates a file in them. */
+  /** Directories are made here, in order, or (file-writer threads) by the writer of the next file, before that file. */
   onDirectory(entry: UstarEntry): void {
     this.rethrow();
     const path = this.target(entry.path);
+    if (this.remote !== undefined) {
+      this.remote.directories.push({ t: 'd', path });
+      return;
+    }
     mkdirSync(path, { mode: 0o755 });
     chmodSync(path, 0o755);
   }
@@ -198,8 +244,8 @@ export class StagingWriter implements ReadHandlers {
       let writer = 0;
       for (let i = 1; i < remote.load.length; i++) if ((remote.load[i] ?? 0) < (remote.load[writer] ?? 0)) writer = i;
       remote.writer = writer;
-      remote.load[writer] = (remote.load[writer] ?? 0) + entry.size + 4096; // a file costs more than its bytes
-      remote.ops[writer]?.push({ t: 'o', path, mode: entry.mode });
+      remote.load[writer] = (remote.load[writer] ?? 0) + entry.size + 4096 * (1 + remote.directories.length); // a file costs more than its bytes
+      remote.ops[writer]?.push(...remote.directories.splice(0), { t: 'o', path, mode: entry.mode });
       return;
     }
     this.current = { fd: openSync(path, CREATE_FLAGS, entry.mode), path, mode: entry.mode, archivePath: entry.path };
@@ -264,6 +310,7 @@ export class StagingWriter implements ReadHandlers {
     }
     const remote = this.remote;
     if (remote !== undefined) {
+      remote.directories.length = 0;
       for (const ops of remote.ops) ops.push({ t: 'x' });
       this.send(undefined);
       await remote.pool.close();
@@ -275,12 +322,19 @@ export class StagingWriter implements ReadHandlers {
   private send(slot: number | undefined): void {
     const remote = this.remote;
     if (remote === undefined) return;
+    // Directories not followed by a file in this slot (yet) are made now, in order, by the least busy writer.
+    if (remote.directories.length > 0) {
+      let writer = 0;
+      for (let i = 1; i < remote.load.length; i++) if ((remote.load[i] ?? 0) < (remote.load[writer] ?? 0)) writer = i;
+      remote.load[writer] = (remote.load[writer] ?? 0) + 4096 * remote.directories.length;
+      remote.ops[writer]?.push(...remote.directories.splice(0));
+    }
     let posted = 0;
     remote.ops.forEach((ops, writer) => {
       if (ops.length === 0) return;
       remote.ops[writer] = [];
       let bytes = 0;
-      for (const op of ops) bytes += op.t === 'w' ? op.length : op.t === 'b' ? op.bytes.length : op.t === 'o' ? 4096 : 0;
+      for (const op of ops) bytes += op.t === 'w' ? op.length : op.t === 'b' ? op.bytes.length : op.t === 'o' || op.t === 'd' ? 4096 : 0;
       remote.inFlight[writer]?.push(bytes);
       remote.pool.post(writer, { slot, ops });
       posted += 1;

@@ -4,25 +4,27 @@
 import { readFile, stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { DEFAULT_PEOPLE_LIMITS, SHA256_DIGEST_PATTERN } from '../../protocol/bundle';
-import {
-  cleanupHydrationStaging,
-  hydrateSessionBundle,
-  inspectSessionBundle,
-  SessionBundleError,
-  SessionSnapshotError,
-  type BundleProgress,
-} from '../bundle';
-import { defaultStateIdentity, MAKA_STATE_IDENTITY_MEDIA_TYPE, packWorkspace } from '../bundle/packWorkspace';
+import type { BundleProgress } from '../bundle';
+import { SessionBundleError, SessionSnapshotError } from '../bundle/errors';
 import { type CommandHelp, UsageError } from './args';
-import { CliExit, exitCodeFor } from '../errorMapping';
+
+// Each subcommand loads the codec part it runs (`await import(…)`, evaluated on first use inside this
+// bundle): the codec, the protocol's zod schemas and the error table cost a trivial command like
+// `cleanup` ~0.2 s and ~30 MB before it did anything (bench/cliStart.ts, issue 25).
+const codec = () => import('../bundle/index.js');
+const protocolBundle = () => import('../../protocol/bundle.js');
+const errorMapping = () => import('../errorMapping.js');
 
 export interface CliIo {
   stdout: NodeJS.WritableStream;
   stderr: NodeJS.WritableStream;
 }
 
-const STATE_IDENTITY_MEDIA_TYPE = MAKA_STATE_IDENTITY_MEDIA_TYPE;
+/**
+ * The default identity's media type, MAKA_STATE_IDENTITY_MEDIA_TYPE of server/bundle/packWorkspace.ts, written out
+ * so that the help does not load the codec (test/unit/bundle/cli.test.ts checks the two are the same).
+ */
+export const STATE_IDENTITY_MEDIA_TYPE = 'application/vnd.maka.session-state-identity+json;version=1';
 
 /** Every bundle subcommand's synopsis (the help text); COMMANDS below must implement exactly these. */
 const SYNOPSES = {
@@ -104,6 +106,7 @@ async function pack(args: string[], io: CliIo): Promise<void> {
     },
   });
   const [stateDir, workspaceDir] = positionals(pos, 2, 'pack') as [string, string];
+  const [{ DEFAULT_PEOPLE_LIMITS }, { defaultStateIdentity, packWorkspace }] = await Promise.all([protocolBundle(), import('../bundle/packWorkspace.js')]);
   const output = resolve(requireOption(values.output, 'output (-o)'));
   const sessionId = requireOption(values['session-id'], 'session-id');
   if (values['identity-media-type'] !== undefined && values['identity-file'] === undefined) throw new UsageError('--identity-media-type needs --identity-file');
@@ -144,6 +147,7 @@ async function inspect(args: string[], io: CliIo): Promise<void> {
     options: { json: { type: 'boolean' }, 'expected-digest': { type: 'string' } },
   });
   const [file] = positionals(pos, 1, 'inspect') as [string];
+  const [{ DEFAULT_PEOPLE_LIMITS, SHA256_DIGEST_PATTERN }, { inspectSessionBundle }] = await Promise.all([protocolBundle(), codec()]);
   const expected = values['expected-digest'];
   if (expected !== undefined && !SHA256_DIGEST_PATTERN.test(expected)) throw new UsageError('--expected-digest must be sha256:<64 lowercase hex>');
   const progress = progressReporter(io.stderr);
@@ -170,6 +174,7 @@ async function hydrate(args: string[], io: CliIo): Promise<void> {
   const { values, positionals: pos } = parseArgs({ args, allowPositionals: true, options: { 'session-id': { type: 'string' } } });
   const [file, destination] = positionals(pos, 2, 'hydrate') as [string, string];
   const sessionId = requireOption(values['session-id'], 'session-id');
+  const [{ DEFAULT_PEOPLE_LIMITS }, { hydrateSessionBundle }] = await Promise.all([protocolBundle(), codec()]);
   const progress = progressReporter(io.stderr);
   const result = await hydrateSessionBundle({
     source: { path: resolve(file) },
@@ -185,6 +190,7 @@ async function hydrate(args: string[], io: CliIo): Promise<void> {
 async function cleanup(args: string[], io: CliIo): Promise<void> {
   const { positionals: pos } = parseArgs({ args, allowPositionals: true, options: {} });
   const [destination] = positionals(pos, 1, 'cleanup') as [string];
+  const { cleanupHydrationStaging } = await import('../bundle/cleanup.js');
   const r = await cleanupHydrationStaging({ destinationRoot: resolve(destination) });
   io.stdout.write(`removed ${r.removedStagingDirectories} staging director${r.removedStagingDirectories === 1 ? 'y' : 'ies'} and ${r.removedOwnershipRecords} ownership record(s) for ${r.destinationRoot}\n`);
 }
@@ -202,6 +208,7 @@ export async function runBundleCommand(argv: string[], io: CliIo): Promise<numbe
     await run(rest, io);
     return 0;
   } catch (err) {
+    const { CliExit, exitCodeFor } = await errorMapping();
     if (err instanceof UsageError || (err instanceof TypeError && 'code' in err && String(err.code).startsWith('ERR_PARSE_ARGS'))) {
       io.stderr.write(`usage error: ${err.message}\n${BUNDLE_USAGE}`);
       return CliExit.usage;

@@ -3,7 +3,7 @@
 // does (`Forwarding from 127.0.0.1:LOCAL -> PORT`), and holds it until Ctrl+C or SIGTERM (then
 // closes it, exit 0) or until the sandbox ends (then says why, exit 1). A sandbox that ended is
 // refused before anything listens.
-import { hostPort, type PortForward } from '../../protocol/ports';
+import type { PortForward } from '../../protocol/ports';
 import type { SandboxRef } from '../../protocol/sandboxes';
 import type { PortForwardService } from '../ports/portForwardService';
 import { UsageError, writeLine } from './args';
@@ -49,6 +49,8 @@ type Outcome = { kind: 'signal'; signal: NodeJS.Signals } | { kind: 'ended'; rea
  * resolves with the exit code otherwise. The service is disposed either way: nothing keeps listening.
  */
 export async function runPortForward(service: PortForwardService, ref: SandboxRef, spec: PortSpec, io: CommandIo, options: { json: boolean }): Promise<number> {
+  // Loaded here, not with the help text: protocol/ports builds the sandbox schemas.
+  const { hostPort } = await import('../../protocol/ports.js');
   let settle: (outcome: Outcome) => void = () => undefined;
   const outcome = new Promise<Outcome>((resolve) => (settle = resolve));
   const onSignal = (signal: NodeJS.Signals): void => settle({ kind: 'signal', signal });

@@ -7,27 +7,24 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { SessionOperation } from '../../protocol/kruntimes/gateway';
-import { RunSchema, isTerminalPhase, type Run } from '../../protocol/kruntimes/run';
-import { ensureGateway, findGateway } from '../gateway/daemonClient';
-import { LocalGatewayClient, endpointPathOf, LocalApiError } from '../gateway/localClient';
-import { readJsonRecord } from '../local/atomicFile';
-import { ExecRecords, killRecordedGroup, ownerAlive } from '../local/execRecord';
-import { verifyArtifact } from '../local/artifactStore';
+import { isTerminalPhase, type Run } from '../../protocol/kruntimes/run';
+import type { LocalGatewayClient } from '../gateway/localClient';
 import { defaultStateDir, StateLayout } from '../local/stateRoot';
-import { CommandLostError } from '../local/commandLost';
-import { openSandboxAnnotations } from '../sandboxes/opensandbox/runSettings';
 import { CREDENTIAL_FLAG_HELP, CREDENTIAL_FLAG_SYNOPSIS, credentialValues, parseCredentialFlags } from './credentialFlag';
-import { GROUP_EXIT_BOUND_MS, killGroupAndWait } from '../local/procInfo';
 import { bool, type CommandHelp, flag, type ParsedArgs, parseVerb, UsageError, verbHelp, writeLine } from './args';
 import { logQuery, readLogUntilInterrupt, withKubectlFollow } from './logFlags';
 import { parsePortSpec, PORT_FORWARD_SYNOPSIS, runPortForward } from './portForward';
-import { LocalSandboxProvider } from '../sandboxes/localProvider';
-import { LocalPortSubstrate } from '../ports/localPorts';
-import { PortForwardService } from '../ports/portForwardService';
-import { createLogger } from '../log';
-import { LOCAL_CONTEXT } from '../../protocol/sandboxes';
 import { type CommandIo as CliIo, readAll } from './io';
-import { exitCodeFor } from '../errorMapping';
+
+// What a verb needs beyond parsing its flags is loaded when it runs (`await import(…)`, evaluated on first use
+// inside this bundle): the gateway client and undici for the verbs that reach the daemon, the OpenSandbox
+// settings for create, the local provider and port substrate for port-forward, the exec records for cancel
+// without a daemon, the error table on failure. Loading all of it cost every call ~0.2 s (bench/cliStart.ts).
+let localClientModule: typeof import('../gateway/localClient.js') | undefined;
+async function localClient(): Promise<typeof import('../gateway/localClient.js')> {
+  localClientModule ??= await import('../gateway/localClient.js');
+  return localClientModule;
+}
 
 /** Every verb of `sandbox`, with its synopsis (the help text); the dispatcher accepts only these. */
 const VERBS = {
@@ -92,6 +89,7 @@ export async function runSandboxCommand(argv: string[], io: CliIo, opts: Sandbox
     return v;
   };
   const connect = async (start: boolean): Promise<LocalGatewayClient> => {
+    const [{ ensureGateway, findGateway }, { LocalGatewayClient, LocalApiError }] = await Promise.all([import('../gateway/daemonClient.js'), localClient()]);
     const handle = start ? await ensureGateway({ stateDir, command: opts.gatewayCommand }) : await findGateway(stateDir);
     if (!handle) throw new LocalApiError(503, 'the local gateway is not running; start it with `sandbox-sessions gateway --detach`');
     return new LocalGatewayClient(handle.url, handle.token);
@@ -102,11 +100,13 @@ export async function runSandboxCommand(argv: string[], io: CliIo, opts: Sandbox
     if (!Object.hasOwn(VERBS, verb)) throw new UsageError(`unknown sandbox command ${verb}`);
     return await VERB_RUNNERS[verb](c);
   } catch (err) {
+    const { exitCodeFor } = await import('../errorMapping.js');
     if (err instanceof UsageError) {
       writeLine(io.stderr, `error: ${err.message}\n${USAGE}`);
       return exitCodeFor(err);
     }
-    const message = err instanceof LocalApiError ? `${err.message} (HTTP ${err.status})` : (err as Error).message;
+    // A LocalApiError comes only from the client, so only once its module is loaded.
+    const message = localClientModule !== undefined && err instanceof localClientModule.LocalApiError ? `${err.message} (HTTP ${err.status})` : (err as Error).message;
     writeLine(io.stderr, json ? JSON.stringify({ error: message }) : `error: ${message}`);
     return exitCodeFor(err);
   }
@@ -147,6 +147,7 @@ async function createVerb(c: SandboxVerbContext): Promise<number> {
   const name = flag(args, 'name');
   const timeout = flag(args, 'timeout');
   const ttl = flag(args, 'ttl-seconds');
+  const { openSandboxAnnotations } = await import('../sandboxes/opensandbox/runSettings.js');
   const annotations = openSandboxAnnotations({
     image: flag(args, 'image'),
     cpu: flag(args, 'cpu'),
@@ -212,6 +213,7 @@ async function execVerb(c: SandboxVerbContext): Promise<number> {
       ...(bool(args, 'isolate-network') ? { isolateNetwork: true } : {}),
     },
   };
+  const { endpointPathOf } = await localClient();
   if (!json) return await execLive(client, endpointPathOf(run), op, flag(args, 'operation-id'), io);
   const result = await client.execute(endpointPathOf(run), op, { operationId: flag(args, 'operation-id') });
   const cmd = result.command ?? { exitCode: 0 };
@@ -232,7 +234,7 @@ async function cancelVerb(c: SandboxVerbContext): Promise<number> {
   const operationId = need(1, 'an operation id');
   const client = await connect(false).catch(() => undefined);
   const result = client
-    ? await client.cancel(endpointPathOf(await client.getRun(ns, name)), operationId)
+    ? await client.cancel((await localClient()).endpointPathOf(await client.getRun(ns, name)), operationId)
     : await cancelFromRecord(stateDir, ns, name, operationId);
   out(result, { result });
   return 0;
@@ -261,6 +263,7 @@ async function artifactsVerb(c: SandboxVerbContext): Promise<number> {
   const { io, json, stateDir, ns, out, need, connect } = c;
   const run = await (await connect(false)).getRun(ns, need(0, 'a sandbox name'));
   const store = (run.status?.artifactStore as { filesystem?: { path?: string } } | undefined)?.filesystem?.path ?? new StateLayout(stateDir).artifactStoreRoot;
+  const { verifyArtifact } = await import('../local/artifactStore.js');
   const list = [];
   for (const ref of run.status?.artifactRefs ?? []) {
     const v = await verifyArtifact(store, ref);
@@ -292,6 +295,13 @@ async function portForwardVerb(c: SandboxVerbContext): Promise<number> {
   const name = need(0, 'a sandbox name');
   const spec = parsePortSpec(args.positionals[1]);
   await connect(false); // no daemon, no Ready sandbox: said in words rather than starting one
+  const [{ createLogger }, { LocalSandboxProvider }, { LocalPortSubstrate }, { PortForwardService }, { LOCAL_CONTEXT }] = await Promise.all([
+    import('../log.js'),
+    import('../sandboxes/localProvider.js'),
+    import('../ports/localPorts.js'),
+    import('../ports/portForwardService.js'),
+    import('../../protocol/sandboxes.js'),
+  ]);
   const log = createLogger(io.stderr, 'warn');
   const provider = new LocalSandboxProvider({ stateDir, log, ...(opts.gatewayCommand ? { gatewayCommand: opts.gatewayCommand } : {}) });
   try {
@@ -337,7 +347,10 @@ async function execLive(client: LocalGatewayClient, endpointPath: string, op: Se
       },
       { operationId: id },
     );
-    if (terminal.type === 'failed') throw new LocalApiError(500, terminal.failed.message ?? `operation failed (code ${terminal.failed.code})`);
+    if (terminal.type === 'failed') {
+      const { LocalApiError } = await localClient();
+      throw new LocalApiError(500, terminal.failed.message ?? `operation failed (code ${terminal.failed.code})`);
+    }
     const cmd = terminal.type === 'completed' ? terminal.completed.command : undefined;
     if (!cmd) return 0;
     if (cmd.exitCode >= 0) return Math.min(cmd.exitCode, 255);
@@ -353,6 +366,15 @@ async function execLive(client: LocalGatewayClient, endpointPath: string, op: Se
 
 /** Cancel without a daemon: find the Run's record on disk and kill the recorded process group. */
 async function cancelFromRecord(stateDir: string, ns: string, name: string, operationId: string): Promise<'cancelled' | 'ended' | 'unknown'> {
+  const [{ RunSchema }, { readJsonRecord }, { ExecRecords, killRecordedGroup, ownerAlive }, { GROUP_EXIT_BOUND_MS, killGroupAndWait }, { CommandLostError }, { LocalApiError }] =
+    await Promise.all([
+      import('../../protocol/kruntimes/run.js'),
+      import('../local/atomicFile.js'),
+      import('../local/execRecord.js'),
+      import('../local/procInfo.js'),
+      import('../local/commandLost.js'),
+      localClient(),
+    ]);
   const layout = new StateLayout(stateDir);
   const uids = await fs.readdir(layout.runsDir).catch(() => [] as string[]);
   for (const uid of uids) {

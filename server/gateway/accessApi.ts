@@ -10,7 +10,6 @@
 import { randomBytes } from 'node:crypto';
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { WebSocketServer } from 'ws';
 import {
   GatewayLimits,
   GatewayMessages,
@@ -28,7 +27,7 @@ import { decodeOperation } from './operationDecode';
 import { produceOperationEvents, type OperationEvent } from './operationEvents';
 import type { AccessRequestCounters } from './requestCounters';
 import { SessionSocket, SocketMessages, rejectUpgrade, upgradeProblem } from './sessionSocket';
-import { TerminalBridge, parseTerminalRequest } from './terminalBridge';
+import type { TerminalBridge } from './terminalBridge';
 
 export interface AccessLimits {
   maxRequestBodyBytes: number;
@@ -118,12 +117,24 @@ function clientGone(res: ServerResponse): AbortSignal {
   return controller.signal;
 }
 
+/** The server that upgrades sockets (no server of its own: the daemon's HTTP server feeds it); loads `ws`. */
+async function newSocketServer(maxPayload: number) {
+  const { WebSocketServer } = await import('ws');
+  return new WebSocketServer({ noServer: true, maxPayload, perMessageDeflate: false });
+}
+type SocketServer = Awaited<ReturnType<typeof newSocketServer>>;
+
 /** A request that passed the Run lookup and authorization, or the HTTP error it gets. */
 type Admission = { ok: true; session: LocalSession } | { ok: false; status: number; message: string };
 
 export class AccessApi {
-  /** Upgrades `operations:ws` requests (no server of its own: the daemon's HTTP server feeds it). */
-  private readonly sockets: WebSocketServer;
+  /**
+   * Upgrades `operations:ws` and `pty` requests (no server of its own: the daemon's HTTP server feeds it).
+   * Made on the first upgrade: `ws`, and the `tls`/`https` it loads, cost a daemon nobody opened a socket
+   * to several MB of RSS (issue 25).
+   */
+  private sockets: Promise<SocketServer> | undefined;
+  private socketsClosed = false;
 
   constructor(
     private readonly runtime: LocalRuntime,
@@ -132,7 +143,14 @@ export class AccessApi {
     private readonly counters?: AccessRequestCounters,
     private readonly log?: (line: string) => void,
   ) {
-    this.sockets = new WebSocketServer({ noServer: true, maxPayload: limits.maxRequestBodyBytes, perMessageDeflate: false });
+  }
+
+  private socketServer(): Promise<SocketServer> {
+    const sockets = (this.sockets ??= newSocketServer(this.limits.maxRequestBodyBytes).then((server) => {
+      if (this.socketsClosed) server.close(); // the daemon stopped while ws loaded
+      return server;
+    }));
+    return sockets;
   }
 
   /** Run lookup (404/409) then authorization (401/403/503), in the era-C order. */
@@ -205,8 +223,9 @@ export class AccessApi {
       this.counters?.record(route.uid, route.kind);
       const session = admitted.session;
       if (route.kind === 'pty') return await this.upgradeTerminal(req, socket, head, session, url);
+      const sockets = await this.socketServer();
       await new Promise<void>((resolve) => {
-        this.sockets.handleUpgrade(req, socket, head, (ws) => {
+        sockets.handleUpgrade(req, socket, head, (ws) => {
           new SessionSocket(ws, { session, maxFrameBytes: this.limits.maxResponseBodyBytes }).start();
           resolve();
         });
@@ -222,14 +241,20 @@ export class AccessApi {
   private async upgradeTerminal(req: IncomingMessage, socket: Duplex, head: Buffer, session: LocalSession, url: URL): Promise<void> {
     let bridge: TerminalBridge;
     try {
+      // Imported here: the bridge (and the terminal client's `ws` in its protocol module) only serves terminals.
+      const { TerminalBridge, parseTerminalRequest } = await import('./terminalBridge.js');
       bridge = new TerminalBridge(session, parseTerminalRequest(url.searchParams), this.log);
       await bridge.open();
     } catch (err) {
       if (err instanceof SessionError) return rejectUpgrade(socket, err.httpStatus, err.message);
       throw err;
     }
+    const sockets = await this.socketServer().catch((err: unknown) => {
+      bridge.closeUnattached();
+      throw err;
+    });
     await new Promise<void>((resolve) => {
-      this.sockets.handleUpgrade(req, socket, head, (ws) => {
+      sockets.handleUpgrade(req, socket, head, (ws) => {
         bridge.attach(ws);
         resolve();
       });
@@ -242,8 +267,11 @@ export class AccessApi {
 
   /** Closes every open `operations:ws` connection (daemon shutdown). */
   closeSockets(): void {
-    for (const ws of this.sockets.clients) ws.terminate();
-    this.sockets.close();
+    this.socketsClosed = true;
+    void this.sockets?.then((sockets) => {
+      for (const ws of sockets.clients) ws.terminate();
+      sockets.close();
+    });
   }
 
   private fail(res: ServerResponse, err: unknown): void {

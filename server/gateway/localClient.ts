@@ -3,11 +3,11 @@
 // client (protocol/kruntimes/gatewayClient.ts), so they work on a daemon of either era. Every
 // call is bounded; mutations are never retried.
 import { StringDecoder } from 'node:string_decoder';
-import { request } from 'undici';
 import { z } from 'zod';
 import type { ExecuteResponse, SessionOperation, StreamEvent } from '../../protocol/kruntimes/gateway';
 import { GatewayClient } from '../../protocol/kruntimes/gatewayClient';
 import { GatewayError } from '../../protocol/kruntimes/gatewayErrors';
+import { readText, sharedHttpTransport, type HttpRequest } from '../../protocol/kruntimes/httpTransport';
 import { newIdempotencyKey } from '../../protocol/kruntimes/sessionFrames';
 import { ndjsonLines } from '../../protocol/kruntimes/ndjsonLines';
 import { RUN_GROUP, RunSchema, type Run, type RunPhase, isTerminalPhase } from '../../protocol/kruntimes/run';
@@ -36,6 +36,8 @@ const WatchEventSchema = z.object({ type: z.enum(['ADDED', 'MODIFIED', 'DELETED'
 export type LocalRunEvent = z.infer<typeof WatchEventSchema>;
 /** A watch line carries one Run; far below this. */
 const MAX_WATCH_LINE_BYTES = 1 << 20;
+/** undici's default headers timeout, which the watch had when it went through undici. */
+const WATCH_HEADERS_TIMEOUT_MS = 300_000;
 
 export class LocalGatewayClient {
   constructor(
@@ -44,21 +46,26 @@ export class LocalGatewayClient {
     private readonly timeoutMs = 30_000,
   ) {}
 
-  private async send(method: string, path: string, body?: unknown, opts: { contentType?: string; headers?: Record<string, string>; timeoutMs?: number } = {}): Promise<unknown> {
+  /** The daemon is plain http on loopback: node:http (httpTransport.ts), one keep-alive pool per process. */
+  private get transport() {
+    return sharedHttpTransport(this.url);
+  }
+
+  private async send(method: HttpRequest['method'], path: string, body?: unknown, opts: { contentType?: string; headers?: Record<string, string>; timeoutMs?: number } = {}): Promise<unknown> {
     const timeout = opts.timeoutMs ?? this.timeoutMs;
-    const res = await request(this.url + path, {
-      method: method as 'GET',
+    const res = await this.transport.request(this.url + path, {
+      method,
       headers: {
         authorization: `Bearer ${this.token}`,
         ...(body !== undefined ? { 'content-type': opts.contentType ?? 'application/json' } : {}),
         ...(opts.headers ?? {}),
       },
       body: body === undefined ? undefined : JSON.stringify(body),
-      headersTimeout: timeout,
-      bodyTimeout: timeout,
+      headersTimeoutMs: timeout,
+      bodyTimeoutMs: timeout,
       signal: AbortSignal.timeout(timeout),
     });
-    const text = await res.body.text();
+    const text = await readText(res);
     let parsed: unknown;
     try {
       parsed = text === '' ? undefined : JSON.parse(text);
@@ -124,14 +131,15 @@ export class LocalGatewayClient {
     const timeout = query.follow ? undefined : AbortSignal.timeout(this.timeoutMs);
     const signals = [signal, timeout].filter((s): s is AbortSignal => s !== undefined);
     try {
-      const res = await request(`${this.url}${this.runsPath(ns, name)}/log${qs ? `?${qs}` : ''}`, {
+      const res = await this.transport.request(`${this.url}${this.runsPath(ns, name)}/log${qs ? `?${qs}` : ''}`, {
+        method: 'GET',
         headers: { authorization: `Bearer ${this.token}` },
-        headersTimeout: this.timeoutMs,
-        bodyTimeout: query.follow ? 0 : this.timeoutMs,
+        headersTimeoutMs: this.timeoutMs,
+        bodyTimeoutMs: query.follow ? 0 : this.timeoutMs,
         ...(signals.length > 0 ? { signal: AbortSignal.any(signals) } : {}),
       });
       if (res.statusCode >= 300) {
-        const text = await res.body.text();
+        const text = await readText(res);
         let message = text || `HTTP ${res.statusCode}`;
         try {
           message = (JSON.parse(text) as { message?: string }).message ?? message;
@@ -143,7 +151,7 @@ export class LocalGatewayClient {
       let pending = '';
       const decoder = new StringDecoder('utf8'); // a character may span two chunks
       for await (const chunk of res.body) {
-        pending += decoder.write(chunk as Buffer);
+        pending += decoder.write(chunk);
         let i: number;
         while ((i = pending.indexOf('\n')) >= 0) {
           onLine(pending.slice(0, i));
@@ -168,13 +176,19 @@ export class LocalGatewayClient {
     const params = new URLSearchParams({ watch: 'true', timeoutSeconds: String(query.timeoutSeconds ?? 1800) });
     if (query.name !== undefined) params.set('fieldSelector', `metadata.name=${query.name}`);
     const base = query.namespace === undefined ? '/local/v1/runs' : this.runsPath(query.namespace);
-    const res = await request(`${this.url}${base}?${params.toString()}`, { headers: { authorization: `Bearer ${this.token}` }, signal, bodyTimeout: 0 });
+    const res = await this.transport.request(`${this.url}${base}?${params.toString()}`, {
+      method: 'GET',
+      headers: { authorization: `Bearer ${this.token}` },
+      signal,
+      headersTimeoutMs: WATCH_HEADERS_TIMEOUT_MS,
+      bodyTimeoutMs: 0,
+    });
     if (res.statusCode !== 200) {
-      await res.body.dump();
+      res.destroy();
       throw new LocalApiError(res.statusCode, `watch answered HTTP ${res.statusCode}`);
     }
     return (async function* () {
-      for await (const line of ndjsonLines(res.body as AsyncIterable<Buffer>, MAX_WATCH_LINE_BYTES)) {
+      for await (const line of ndjsonLines(res.body, MAX_WATCH_LINE_BYTES)) {
         const event = WatchEventSchema.safeParse(JSON.parse(line));
         if (event.success) yield event.data;
       }

@@ -2,7 +2,6 @@
 // over the target, fsync the directory. A reader sees the old or the new record, never half.
 // Reads parse with a zod schema, so a damaged record is an error with its path, not a crash.
 import { randomBytes } from 'node:crypto';
-import fsSync from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { z } from 'zod';
@@ -46,21 +45,6 @@ async function syncDir(dir: string): Promise<void> {
     // Some file systems refuse fsync on directories; the rename is still atomic.
   } finally {
     await handle?.close();
-  }
-}
-
-/**
- * Synchronous, non-durable atomic write: for the one record that must exist before control
- * returns to the event loop (a command's exec record, written right after spawn()).
- */
-export function writeJsonAtomicSync(file: string, value: unknown, mode = 0o600): void {
-  const tmp = path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
-  fsSync.writeFileSync(tmp, JSON.stringify(value, null, 2) + '\n', { mode, flag: 'wx' });
-  try {
-    fsSync.renameSync(tmp, file);
-  } catch (err) {
-    fsSync.rmSync(tmp, { force: true });
-    throw err;
   }
 }
 

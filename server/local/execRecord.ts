@@ -6,8 +6,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
-import fsSync from 'node:fs';
-import { readJsonRecord, writeJsonAtomic, writeJsonAtomicSync } from './atomicFile';
+import { readJsonRecord, writeJsonAtomic } from './atomicFile';
 import { HAS_PROC, bootId, isSameProcessAlive, processStartTime } from '../platform/processIdentity';
 import { processGroupMembers, signalGroup } from './procInfo';
 
@@ -54,6 +53,7 @@ export class ExecRecords {
     return path.join(this.dir, `${operationId}.json`);
   }
 
+  /** The `running` record is written before the command may run (see runCommand's onStarted), the ended one after. */
   async write(record: ExecRecord): Promise<void> {
     await fs.mkdir(this.dir, { recursive: true, mode: 0o700 });
     // Not fsynced: these describe live processes, which a machine crash ends anyway.
@@ -62,12 +62,6 @@ export class ExecRecords {
       this.writesSincePrune = 0;
       await this.prune();
     }
-  }
-
-  /** The `running` record, written before the new process can do anything (see runCommand's onStarted). */
-  writeSync(record: ExecRecord): void {
-    fsSync.mkdirSync(this.dir, { recursive: true, mode: 0o700 });
-    writeJsonAtomicSync(this.file(record.operationId), record);
   }
 
   read(operationId: string): Promise<ExecRecord | undefined> {

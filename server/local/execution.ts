@@ -28,8 +28,11 @@ export interface CommandRun {
   signal: AbortSignal;
   /** Streaming mode: output goes here instead of being collected. */
   onOutput?: (stream: OutputStream, data: Buffer) => void;
-  /** Called synchronously right after spawn(), with the group id and the leader's start time. */
-  onStarted?: (pgid: number, startTime: string) => void;
+  /**
+   * Called right after spawn(), with the group id and the leader's start time. The command waits at its gate (it
+   * cannot do anything yet) until what this returns has settled: the caller records how to kill it first.
+   */
+  onStarted?: (pgid: number, startTime: string) => void | Promise<void>;
   maxOutputBytes?: number;
   graceMs?: number;
 }
@@ -182,16 +185,25 @@ class RunningCommand {
     });
   }
 
-  /** Tells the caller the group id and start time (to record them), then lets the command run. */
+  /**
+   * Tells the caller the group id and start time (to record them), then lets the command run — once the caller's
+   * record is written, off the event loop: a daemon that dies before the gate opens leaves a shell that exits 125
+   * at end of input, having run nothing.
+   */
   private openGate(pgid: number): void {
-    const startTime = processStartTime(pgid) ?? '0';
-    try {
-      this.run.onStarted?.(pgid, startTime);
-    } finally {
+    const release = (): void => {
       const gate = this.child.stdio[3] as Writable | null;
       gate?.on('error', () => undefined);
       gate?.end('go\n');
+    };
+    let recorded: void | Promise<void>;
+    try {
+      recorded = this.run.onStarted?.(pgid, processStartTime(pgid) ?? '0');
+    } catch {
+      recorded = undefined;
     }
+    if (recorded instanceof Promise) void recorded.catch(() => undefined).then(release);
+    else release();
   }
 
   private connectStdio(): void {

@@ -207,6 +207,7 @@ export class LocalSession {
     const env = { ...this.config.env, ...(cmd.env ?? {}) };
     const records = this.config.records;
     let started: ExecRecord | undefined;
+    let startedWrite: Promise<void> | undefined;
     const outcome = await this.config.workspace.runCommand({
       command: cmd,
       operationId: opts.operationId,
@@ -225,13 +226,11 @@ export class LocalSession {
           state: 'running',
           startedAt: new Date().toISOString(),
         };
-        // Synchronously, right after spawn(): the process has barely started, so a daemon
-        // killed from here on leaves a record that names what to kill.
-        try {
-          records.writeSync(started);
-        } catch {
-          // An unwritable state dir must not fail the command; it only loses crash recovery.
-        }
+        // Before the command may run (it waits at its gate until this settles), so a daemon killed from
+        // then on leaves a record that names what to kill. An unwritable state dir must not fail the
+        // command; it only loses crash recovery.
+        startedWrite = records.write(started).catch(() => undefined);
+        return startedWrite;
       },
     }).catch(async (err: unknown) => {
       if (err instanceof CommandLostError) await this.recordLost(started, opts.operationId, err);
@@ -241,6 +240,7 @@ export class LocalSession {
     const result: ExecOutcome =
       abortKind !== undefined ? 'cancelled' : outcome.timedOut ? 'timed_out' : outcome.exitCode === 0 ? 'succeeded' : 'failed';
     if (started) {
+      await startedWrite; // the ended record replaces the running one, never the other way round
       await records
         .write({ ...started, state: 'ended', outcome: result, exitCode: outcome.exitCode, endedAt: new Date().toISOString() })
         .catch(() => undefined);

@@ -21,8 +21,11 @@ export interface WorkspaceCommand {
   /** Aborting stops the command; `signal.reason` comes back as the outcome's `abortReason`. */
   signal: AbortSignal;
   onOutput?: (stream: OutputStream, data: Buffer) => void;
-  /** Called as soon as the command runs (synchronously where possible), with how to stop it and a summary for people. */
-  onStarted(handle: CommandHandle, summary: string): void;
+  /**
+   * Called as soon as the command's process exists, with how to stop it and a summary for people. Where the workspace
+   * can hold the command back (a host process at its gate), it does so until the returned promise settles.
+   */
+  onStarted(handle: CommandHandle, summary: string): void | Promise<void>;
 }
 
 /** Where a port of a remote sandbox is reached from this machine: a URL and the headers every request to it must carry. */

@@ -3,12 +3,18 @@
 // `(sessionId, activationId)` → state and terminal outcome (a committed id is never run again), and
 // one expiring lease per Session (one activation at a time). Ownership is a random token plus the
 // holder's process identity; an expired owner, or one whose process is provably dead, is taken over.
+// Claims, leases and heartbeats are written without waiting for the disk (WriteOptions.durable false): they only
+// matter while their owner's process lives, and a crash of the machine kills it — its claim is then taken over
+// (or, lost, made anew) and its lease broken either way. What outlives a process (the sandbox an attempt created,
+// its commit, its outcome) is written durably, and that write makes every earlier one durable too.
 import { randomBytes } from 'node:crypto';
 import { requireIdentifier } from './identifiers';
 import { toRepositoryError } from './errors';
 import { currentProcessIdentity, ownerLiveness } from '../platform/processIdentity';
 import type { ActivationRecord, LeaseOwner, SessionLease } from './records';
-import type { RepositoryStorage } from './storage';
+import type { RepositoryStorage, WriteOptions } from './storage';
+
+const NOT_DURABLE: WriteOptions = { durable: false };
 
 export type ActivationClaim =
   /** Ours now: a new record, or a stale/aborted one taken over (`previous`, attempt + 1). */
@@ -89,7 +95,7 @@ export class ActivationStore {
         };
         await w.insertActivation(record);
         return { kind: 'claimed', record };
-      });
+      }, NOT_DURABLE);
     });
   }
 
@@ -100,12 +106,14 @@ export class ActivationStore {
   /**
    * Changes a record we own (token matches). Returns undefined when we no longer own it (another
    * server took it over after our ownership expired) — the caller must stop and report nothing.
+   * `durable` false only for a change that a durable write supersedes right after it (WriteOptions).
    */
   update(
     sessionId: string,
     activationId: string,
     token: string,
     change: (record: ActivationRecord) => ActivationRecord,
+    options: WriteOptions = {},
   ): Promise<ActivationRecord | undefined> {
     return this.guard('activation update', () =>
       this.storage.write(async (w) => {
@@ -114,7 +122,7 @@ export class ActivationStore {
         const next = { ...change(existing), updatedAt: this.clock().toISOString() };
         await w.updateActivation(next);
         return next;
-      }),
+      }, options),
     );
   }
 
@@ -130,7 +138,7 @@ export class ActivationStore {
         if (held) await w.updateLease(lease);
         else await w.insertLease(lease);
         return { acquired: true, lease };
-      });
+      }, NOT_DURABLE);
     });
   }
 
@@ -155,7 +163,7 @@ export class ActivationStore {
           activation = true;
         }
         return { activation, lease };
-      }),
+      }, NOT_DURABLE),
     );
   }
 
@@ -165,7 +173,7 @@ export class ActivationStore {
       this.storage.write(async (w) => {
         const held = await w.getLease(input.sessionId);
         if (held && held.owner.token === input.token) await w.deleteLease(input.sessionId);
-      }),
+      }, NOT_DURABLE),
     );
   }
 

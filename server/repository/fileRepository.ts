@@ -16,7 +16,7 @@ import { acquireFileLock, removeDeadLockLeftovers } from './fileLock';
 import { FileObjectStore } from './fileObjectStore';
 import { emptyFileState, type FileState, FileStateView, parseFileState } from './fileState';
 import { referencedObjectIds, retentionPolicy } from './retention';
-import type { RepositoryReader, RepositoryStorage, RepositoryWriter } from './storage';
+import type { RepositoryReader, RepositoryStorage, RepositoryWriter, WriteOptions } from './storage';
 
 export const STATE_FILE = 'repository-v1.json';
 export const DEFAULT_LOCK_TIMEOUT_MS = 30_000;
@@ -103,12 +103,12 @@ class FileStorage implements RepositoryStorage {
     return fn(this.view(await this.load()));
   }
 
-  async write<T>(fn: (writer: RepositoryWriter) => Promise<T>): Promise<T> {
+  async write<T>(fn: (writer: RepositoryWriter) => Promise<T>, options: WriteOptions = {}): Promise<T> {
     const lock = await acquireFileLock(this.lockFile, this.lockTimeoutMs);
     try {
       const view = this.view(await this.load());
       const result = await fn(view);
-      if (view.dirty) await this.save(view.toState());
+      if (view.dirty) await this.save(view.toState(), options.durable !== false);
       return result;
     } finally {
       await lock.release();
@@ -157,8 +157,12 @@ class FileStorage implements RepositoryStorage {
     }
   }
 
-  /** Atomic replace: temp file (O_EXCL, 0600), fsync, rename over the state, fsync the directory. */
-  private async save(state: FileState): Promise<void> {
+  /**
+   * Atomic replace: temp file (O_EXCL, 0600), fsync, rename over the state, fsync the directory — unless not `durable`
+   * (WriteOptions): then the rename is made durable by the next durable save's directory fsync, which persists the
+   * directory's entries as they are then (the name → the newest state file, whose bytes were fsynced before its rename).
+   */
+  private async save(state: FileState, durable: boolean): Promise<void> {
     await this.removeDeadTemps();
     const tmp = `${this.stateFile}.${randomUUID()}.tmp`;
     const handle = await fs.open(tmp, 'wx', 0o600);
@@ -174,7 +178,7 @@ class FileStorage implements RepositoryStorage {
       await removeIfPresent(tmp);
       throw err;
     }
-    await fsyncDir(this.root);
+    if (durable) await fsyncDir(this.root);
   }
 
   /** State temp files can only be left by a writer that died holding the lock we now hold. */

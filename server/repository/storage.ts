@@ -42,6 +42,17 @@ export interface RepositoryWriter extends RepositoryReader {
   verifyCheckpoint(checkpoint: StoredSessionCheckpoint): Promise<void>;
 }
 
+export interface WriteOptions {
+  /**
+   * false: the change need not survive a crash of the machine by itself — it is atomic and visible at once, and is made
+   * durable by the next durable write (or lost with the crash, which must be harmless: a lease or claim of a process that
+   * the crash killed, a record that the durable write right after it supersedes). The file adapter then skips the
+   * directory fsync after its rename (the new state file itself is still fsynced before the rename, so the state after
+   * a crash is always one whole document, the old or the new). Default true.
+   */
+  durable?: boolean;
+}
+
 export interface RepositoryStorage {
   readonly kind: 'file' | 'postgres';
   readonly objects: ImmutableObjectStore;
@@ -53,7 +64,7 @@ export interface RepositoryStorage {
   readonly verifiesInsideWrite: boolean;
   read<T>(fn: (reader: RepositoryReader) => Promise<T>): Promise<T>;
   /** Runs `fn` in a write transaction; it may be re-run after a transient conflict, so it must only touch `writer`. */
-  write<T>(fn: (writer: RepositoryWriter) => Promise<T>): Promise<T>;
+  write<T>(fn: (writer: RepositoryWriter) => Promise<T>, options?: WriteOptions): Promise<T>;
   /** Deletes unreferenced objects among `candidates` ('all': every stored object) older than `graceMs`. */
   collectGarbage(candidates: string[] | 'all', graceMs: number): Promise<number>;
   close(): Promise<void>;

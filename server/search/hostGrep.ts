@@ -10,6 +10,10 @@
 // ranges, previews and limits are those of the in-process search: grep only picks the files worth
 // reading, and nothing it reads reaches the caller. The event loop never waits on the disk.
 // Difference: `skippedBinary` counts the binary files that contain the literal (others are not read).
+// Time to the first result: grep is started first (it is the slower walk; each spawn costs a few ms),
+// the listing is handled in slices between the files grep names, and a file grep names before the
+// listing reached it waits only until the listing passes that file (its size decides the byte
+// budget), not for the whole listing; a path the filter rejects is dropped at once.
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import path from 'node:path';
 import type { TextSearchQuery } from '../../protocol/search';
@@ -40,9 +44,11 @@ export async function searchWithGrep(realRoot: string, folder: string, run: Sear
   const cwd = folder === '' ? realRoot : path.join(realRoot, folder);
   const pruned = query.useDefaultExcludes ? DEFAULT_EXCLUDED_FOLDERS : [];
 
-  // Both in their own process group: a cancel or a bound ends them and every grep at once.
-  const find = spawnListing(cwd, env, pruned);
+  // Both in their own process group: a cancel or a bound ends them and every grep at once. grep first:
+  // the first result waits on it, and find (a walk that reads no file, several times faster) soon
+  // lists each file before grep names it.
   const grep = spawnLiteralGrep(cwd, env, pruned, query, literal);
+  const find = spawnListing(cwd, env, pruned);
   const stopAll = (): void => {
     for (const child of [find, grep]) killGroup(child);
   };
@@ -57,13 +63,14 @@ export async function searchWithGrep(realRoot: string, folder: string, run: Sear
     const space = record.indexOf(' ');
     if (space > 0) listing.onFile(Number(record.slice(0, space)), prefix + record.slice(space + 1));
     if (listing.budgetHit) killGroup(find);
-  });
+  }, LISTING_SLICE).finally(() => listing.end());
 
   // The files grep names, read and matched one after another, in the order named.
   let chain = Promise.resolve();
   const examine = async (rel: string): Promise<void> => {
     if (signal.aborted) return;
-    if (!accepted.has(rel)) await listed; // grep ahead of the listing (rare): decide when it is complete
+    // grep ahead of the listing (find's output comes in blocks): wait until the listing has passed this file.
+    if (!accepted.has(rel) && listing.pathPasses(rel)) await listing.reached(rel);
     if (signal.aborted || !accepted.delete(rel)) return;
     const outcome = await tree.read(rel, query.maxFileBytes, signal);
     if (signal.aborted) return;
@@ -120,10 +127,15 @@ function spawnLiteralGrep(cwd: string, env: NodeJS.ProcessEnv, pruned: readonly 
 }
 
 /** The files of find's listing that the search may read: filters, the size limit and the byte budget, as the in-process walk applies them. */
-class Listing {
+export class Listing {
   readonly accepted = new Set<string>();
   budgetHit = false;
   private readonly folderOk: Map<string, boolean>;
+  /** Files grep named before the listing reached them, and what to call when it does (or ends). */
+  private readonly waiting = new Map<string, () => void>();
+  /** Listed files left out for their size (grep may name them after the listing passed them). */
+  private readonly tooLarge = new Set<string>();
+  private ended = false;
 
   constructor(
     folder: string,
@@ -144,12 +156,42 @@ class Listing {
     return ok;
   }
 
-  onFile(size: number, rel: string): void {
+  /** Whether the filters let this path be searched (its size and the budget aside). */
+  pathPasses(rel: string): boolean {
     const slash = rel.lastIndexOf('/');
-    if (!this.folderPasses(slash < 0 ? '' : rel.slice(0, slash)) || !this.filter.file(rel)) return;
+    return this.folderPasses(slash < 0 ? '' : rel.slice(0, slash)) && this.filter.file(rel);
+  }
+
+  /** Settles once the listing has decided on `rel` (accepted it or not), or has ended without it. */
+  reached(rel: string): Promise<void> {
+    if (this.ended || this.tooLarge.has(rel)) return Promise.resolve();
+    return new Promise((resolve) => this.waiting.set(rel, resolve));
+  }
+
+  /** The listing is over (complete, or cut by the budget or a cancel): nothing waits any longer. */
+  end(): void {
+    this.ended = true;
+    for (const resolve of this.waiting.values()) resolve();
+    this.waiting.clear();
+  }
+
+  onFile(size: number, rel: string): void {
+    this.decide(size, rel);
+    if (this.waiting.size > 0) {
+      const resolve = this.waiting.get(rel);
+      if (resolve !== undefined) {
+        this.waiting.delete(rel);
+        resolve();
+      }
+    }
+  }
+
+  private decide(size: number, rel: string): void {
+    if (!this.pathPasses(rel)) return;
     const stats = this.run.stats;
     if (size > this.query.maxFileBytes) {
       stats.skippedLarge++;
+      this.tooLarge.add(rel);
       return;
     }
     if (stats.bytesSearched + size > this.query.maxTotalBytes) {
@@ -162,22 +204,67 @@ class Listing {
   }
 }
 
-/** Calls `onRecord` for each NUL-terminated record on the child's stdout; settles when it has exited. */
-function records(child: ChildProcess, onRecord: (record: string) => void): Promise<void> {
-  let pending: Buffer = Buffer.alloc(0);
-  child.stdout?.on('data', (chunk: Buffer) => {
-    pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk]);
-    let at = 0;
-    for (let i = pending.indexOf(0); i >= 0; i = pending.indexOf(0, at)) {
-      onRecord(pending.subarray(at, i).toString('utf8'));
-      at = i + 1;
+/** Records of the listing handled per turn of the event loop (the files grep names are not held up for long). */
+const LISTING_SLICE = 256;
+/** Unhandled listing bytes at which find is paused (it waits on its pipe) until they are handled. */
+const LISTING_HIGH_WATER = 1024 * 1024;
+
+/**
+ * Calls `onRecord` for each NUL-terminated record on the child's stdout; settles when it has exited and
+ * every record was handled. With `slice`, at most that many records are handled per turn of the event
+ * loop (a long listing then never keeps the loop busy for more than a moment); without, each chunk at once.
+ */
+function records(child: ChildProcess, onRecord: (record: string) => void, slice = Number.POSITIVE_INFINITY): Promise<void> {
+  const stdout = child.stdout;
+  const queue: Buffer[] = [];
+  let queued = 0;
+  let head: Buffer = Buffer.alloc(0);
+  let at = 0;
+  let closed = false;
+  let scheduled = false;
+  let settle: (() => void) | undefined;
+  const schedule = (): void => {
+    if (scheduled) return;
+    scheduled = true;
+    setImmediate(drain);
+  };
+  function drain(): void {
+    scheduled = false;
+    let handled = 0;
+    while (handled < slice) {
+      const nul = head.indexOf(0, at);
+      if (nul >= 0) {
+        onRecord(head.toString('utf8', at, nul));
+        at = nul + 1;
+        handled++;
+        continue;
+      }
+      const next = queue.shift();
+      if (next === undefined) break;
+      queued -= next.length;
+      head = at < head.length ? Buffer.concat([head.subarray(at), next]) : next;
+      at = 0;
     }
-    pending = pending.subarray(at);
+    if (stdout?.isPaused() === true && queued < LISTING_HIGH_WATER) stdout.resume();
+    if (handled >= slice) schedule(); // more may be there
+    else if (closed) settle?.();
+  }
+  stdout?.on('data', (chunk: Buffer) => {
+    queue.push(chunk);
+    queued += chunk.length;
+    if (slice === Number.POSITIVE_INFINITY) return drain();
+    if (queued >= LISTING_HIGH_WATER) stdout.pause();
+    schedule();
   });
   return new Promise((resolve, reject) => {
+    settle = resolve;
     child.on('error', reject);
-    // Exit codes are not results: find says 1 for an unreadable folder, xargs 123 when a grep found nothing.
-    child.on('close', () => resolve());
+    // Exit codes are not results: find says 1 for an unreadable folder, grep 1 when it found nothing.
+    child.on('close', () => {
+      closed = true;
+      if (slice === Number.POSITIVE_INFINITY) resolve();
+      else schedule();
+    });
   });
 }
 

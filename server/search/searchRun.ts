@@ -1,8 +1,8 @@
 // One running search: its bounds (results, bytes read, time), its counters, and where its results
-// go — batched to the caller as they are found (one batch per turn of the event loop, so the first
-// result leaves at once and a busy walk does not send one message per line), or kept for the
-// response when nobody streams. A bound ends the search normally with `stopped`; the caller's
-// cancel ends it with an abort.
+// go — batched to the caller as they are found (the first batch as soon as the code that found it
+// yields, then one batch per turn of the event loop, so a busy walk does not send one message per
+// line), or kept for the response when nobody streams. A bound ends the search normally with
+// `stopped`; the caller's cancel ends it with an abort.
 import type { SearchLine, SearchPartial, SearchQuery, SearchResult, SearchStrategy } from '../../protocol/search';
 
 export type PartialSink = (partial: SearchPartial) => void;
@@ -20,6 +20,8 @@ export class SearchRun {
   private keptFiles: string[] = [];
   private keptLines: SearchLine[] = [];
   private flushScheduled = false;
+  /** Whether a batch has been handed on (or kept); until then a result leaves without waiting for the event loop's turn. */
+  private flushedOnce = false;
   private results = 0;
   private readonly onCallerAbort = (): void => this.controller.abort(this.callerSignal?.reason);
 
@@ -95,12 +97,15 @@ export class SearchRun {
   private schedule(): void {
     if (this.flushScheduled) return;
     this.flushScheduled = true;
-    setImmediate(() => this.flush());
+    // The first result does not wait behind pending I/O callbacks (a listing's chunks, other reads).
+    if (this.flushedOnce) setImmediate(() => this.flush());
+    else queueMicrotask(() => this.flush());
   }
 
   private flush(): void {
     this.flushScheduled = false;
     if (this.pendingFiles.length === 0 && this.pendingLines.length === 0) return;
+    this.flushedOnce = true;
     const files = this.pendingFiles;
     const lines = this.pendingLines;
     this.pendingFiles = [];

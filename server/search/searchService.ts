@@ -43,6 +43,7 @@ export class SandboxSearchService {
     if (!provider) throw new CompanionError('unavailable', `the ${ref.provider} provider is not available in this server`);
     // Reads only: a Finalizing (draining) sandbox is searched too. A bad pattern or folder throws the search
     // service's own error (search_query, search_path); server/errorMapping.ts routes it.
+    if (!options.avoidHost && query.kind === 'text') void gnuGrepAvailable(); // the first search's probe, while the sandbox is looked up
     const hostDir = options.avoidHost ? undefined : await provider.hostDirectory?.(ref, 'read');
     if (hostDir !== undefined) return await searchHostDirectory(hostDir, query, options);
     const connection = await provider.open(ref);
@@ -63,14 +64,16 @@ function checkFolder(folder: string): string {
 
 /** Searches a workspace directory of this machine in place (exported for the benchmark and tests). */
 export async function searchHostDirectory(hostDir: string, query: SearchQuery, options: SearchOptions = {}): Promise<SearchResult> {
+  // Text with a literal every match contains: GNU grep picks the files to read (hostGrep.ts). Its probe
+  // (once per process) runs while the folder is checked.
+  const literal = query.kind === 'text' && !options.avoidGrep ? requiredLiteral(query) : undefined;
+  const useGrep = literal !== undefined ? gnuGrepAvailable() : Promise.resolve(false);
   const root = await fsp.realpath(hostDir);
   const folder = await resolveSearchFolder(root, checkFolder(query.folder));
   const run = new SearchRun(query, options.onPartial, options.signal);
   try {
     options.onPhase?.('searching', 'searching the sandbox folder');
-    // Text with a literal every match contains: GNU grep picks the files to read (hostGrep.ts).
-    const literal = query.kind === 'text' && !options.avoidGrep ? requiredLiteral(query) : undefined;
-    if (literal !== undefined && (await gnuGrepAvailable())) {
+    if (literal !== undefined && (await useGrep)) {
       await searchWithGrep(root, folder, run, literal);
     } else {
       await searchTree(hostTree(root), folder, run, { concurrency: HOST_CONCURRENCY });

@@ -1,11 +1,14 @@
 // Finding files and text in a sandbox folder (issue 19) as a person does it, in a real VS Code
 // (code-server, the packaged extension) driven in headless Chromium, on a local sandbox of 2,000 files
-// in nested folders, with screenshots in test/e2e/screenshots/sandbox-search-*.png:
-// with the proposed search API enabled (as `npm start` runs code-server) Ctrl+P finds a file by a fuzzy
-// name and opens it, and Find in Files finds a string and opens the file at its line; and Go to File in
-// Sandbox… / Find in Sandbox… (the fallback for a window without the proposal) do the same; and while
-// the sandbox is Finalizing (a Drain waits for a running command) Find in Files still lists matches and opens
-// one (reads only).
+// in nested folders, with screenshots in test/e2e/screenshots/sandbox-search-*.png and sandbox-fallback-search-*.png:
+// with Quick Open and Find in Files turned off for sandbox folders (the setting
+// sandboxSessions.search.quickOpenAndFindInFiles: the extension then takes the path of a host that refuses
+// the proposed search API) a notice says why and how to turn them on, they do not search the sandbox, and
+// Go to File in Sandbox… / Find in Sandbox… find a file by a fuzzy name and a string and open them; turning
+// the setting on makes Find in Files search the sandbox without a reload. With the proposed search API
+// enabled (as `npm start` runs code-server) Ctrl+P finds a file by a fuzzy name and opens it, and Find in
+// Files finds a string and opens the file at its line; and while the sandbox is Finalizing (a Drain waits
+// for a running command) Find in Files still lists matches and opens one (reads only).
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -17,6 +20,18 @@ import { sandboxFolderName, sandboxWorkspaceFile } from '../../protocol/sandboxe
 import { type CodeServer, startCodeServer } from '../../scripts/vscodeHost';
 import { packageExtension, REPO_ROOT } from '../../scripts/packageExtension';
 import { launchWorkbench, type Workbench } from './workbench';
+
+/** Quick Open and Find in Files for sandbox folders (package.json); off in the fallback window. */
+const SETTING = 'sandboxSessions.search.quickOpenAndFindInFiles';
+/** What VS Code's search service logs when a search reaches a folder whose scheme has no search provider. */
+const NO_PROVIDER = 'No search provider registered for scheme: sandbox, waiting';
+
+async function until(what: string, check: () => boolean, ms = 30_000): Promise<void> {
+  for (const deadline = Date.now() + ms; !check(); ) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
+    await new Promise((r) => setTimeout(r, 50)); // polling an observable condition
+  }
+}
 
 // 2,000 files: 20 packages × 10 modules × 10 files, plus the one we look for, deep down.
 const MAKE_TREE =
@@ -58,12 +73,16 @@ describe('e2e: find files and text in a sandbox', function () {
     await stopGateway({ stateDir });
   });
 
-  /** A window on the sandbox's workspace, with or without the proposed search API. */
-  function window(proposedApi: boolean, flow: string) {
-    const w = {} as { server: CodeServer; browser: Browser; page: Page; wb: Workbench };
+  /** A window on the sandbox's workspace, with the proposed search API, and these user settings added to the test's. */
+  function window(flow: string, settings: Record<string, unknown> = {}) {
+    const w = { console: [] } as unknown as { server: CodeServer; browser: Browser; page: Page; wb: Workbench; console: string[] };
     before(async () => {
-      w.server = await startCodeServer({ workDir: path.join(work, flow), env: { SANDBOX_SESSIONS_STATE_DIR: stateDir }, installVsix: vsix, proposedApi });
+      w.server = await startCodeServer({ workDir: path.join(work, flow), env: { SANDBOX_SESSIONS_STATE_DIR: stateDir }, installVsix: vsix, proposedApi: true });
+      // The user's settings.json, as a person edits it before opening the window (read when the window starts).
+      const file = path.join(w.server.userDataDir, 'User', 'settings.json');
+      fs.writeFileSync(file, JSON.stringify({ ...(JSON.parse(fs.readFileSync(file, 'utf8')) as object), ...settings }, null, 2));
       ({ browser: w.browser, page: w.page, wb: w.wb } = await launchWorkbench(flow));
+      w.page.on('console', (msg) => w.console.push(msg.text()));
       await w.page.goto(`${w.server.url}/?workspace=${encodeURIComponent(workspaceFile)}`);
       await w.wb.waitForWorkbench();
       await w.wb.explorerItem('pkg0').waitFor({ timeout: 60_000 });
@@ -84,47 +103,58 @@ describe('e2e: find files and text in a sandbox', function () {
     await page.locator('.statusbar-item', { hasText: new RegExp(`^Ln ${line}, Col`) }).waitFor({ timeout: 30_000 });
   }
 
-  describe('with the proposed search API (npm start, the test host)', () => {
-    const w = window(true, 'sandbox-search');
+  /** Runs Find in Files for `text` (the search view's results are then under `.search-view`). */
+  async function findInFiles(wb: Workbench, text: string): Promise<void> {
+    await wb.runCommand('Search: Find in Files');
+    await wb.page.keyboard.press('Control+A');
+    await wb.page.keyboard.type(text);
+    await wb.page.keyboard.press('Enter');
+  }
 
-    it('Ctrl+P finds a file by a fuzzy name among 2,000 and opens it', async () => {
+  // code-server 4.139.1 cannot make a window that refuses the proposal: its extension hosts (node and web
+  // worker) replace VS Code's `isProposedApiEnabled` with `return true`, so even an extension whose package.json
+  // has no `enabledApiProposals`, started without --enable-proposed-api, registers the providers (checked: a
+  // .vsix without the field logs "proposed search providers registered"); its workbench also hard-codes
+  // `_envEnablesProposedApiForAll`. The setting turned off takes the extension down the same path as a refusal:
+  // no providers registered, the one-time notice (with the setting as the reason), the fallback commands.
+  describe('with Quick Open and Find in Files turned off for sandbox folders (the fallback)', () => {
+    const w = window('sandbox-fallback-search', { [SETTING]: false });
+    const notice = /Quick Open and Find in Files do not search sandbox folders in this window/;
+
+    it('says once, in words, why Quick Open and Find in Files do not search the sandbox and how to turn them on', async () => {
+      const { page, wb } = w;
+      // The notification center keeps the notice after its toast has gone.
+      await wb.runCommand('Notifications: Show Notifications');
+      const item = page.locator('.notifications-center .notification-list-item', { hasText: notice });
+      await item.first().waitFor({ state: 'visible', timeout: 30_000 });
+      const text = await item.first().innerText();
+      assert.match(text, new RegExp(`the setting "${SETTING.replace(/\./g, '\\.')}" is off`), 'why, in words');
+      assert.match(text, /Go to File in Sandbox…" and "Find in Sandbox…", or turn that setting on/, 'what to use, and how to enable');
+      assert.equal(await item.count(), 1, 'said once');
+      await wb.screenshot('notice');
+      await wb.runCommand('Notifications: Hide Notifications');
+    });
+
+    it('Quick Open and Find in Files do not search the sandbox folder: VS Code has no search provider for it', async () => {
       const { page, wb } = w;
       await page.locator('.monaco-workbench').click({ position: { x: 700, y: 400 } });
       await page.keyboard.press('Control+P');
       const input = page.locator('.quick-input-widget input.input');
       await input.waitFor({ state: 'visible' });
       await input.fill('wdgfac');
-      const row = page.locator('.quick-input-widget .monaco-list-row', { hasText: 'widgetFactory.ts' }).first();
-      await row.waitFor({ state: 'visible', timeout: 30_000 });
-      await wb.screenshot('quick-open');
-      await page.keyboard.press('Enter');
-      await openedAt(page, 'widgetFactory.ts', 1);
-      await wb.screenshot('quick-open-opened');
-    });
+      // VS Code's search service says so (once per window), then waits for a provider that only the setting would register.
+      await until('VS Code says it has no search provider for sandbox folders', () => w.console.some((l) => l.includes(NO_PROVIDER)));
+      await page.locator('.quick-input-widget .monaco-progress-container.active').waitFor({ state: 'visible' });
+      assert.equal(await page.locator('.quick-input-widget .monaco-list-row', { hasText: 'widgetFactory.ts' }).count(), 0, 'Quick Open lists nothing of the sandbox');
+      await wb.screenshot('quick-open-off');
+      await page.keyboard.press('Escape');
 
-    it('Find in Files finds a string and opens the file at its line', async () => {
-      const { page, wb } = w;
-      await wb.runCommand('Search: Find in Files');
-      await page.keyboard.type('quixoticNeedle');
-      await page.keyboard.press('Enter');
-      const match = page.locator('.search-view .monaco-list-row', { hasText: 'const quixoticNeedle = 42;' }).first();
-      await match.waitFor({ state: 'visible', timeout: 60_000 });
-      assert.ok(await page.locator('.search-view .monaco-list-row', { hasText: 'widgetFactory.ts' }).first().isVisible());
-      await wb.screenshot('find-in-files');
-      await match.click();
-      await openedAt(page, 'widgetFactory.ts', 3);
-      await wb.screenshot('find-in-files-opened');
+      await findInFiles(wb, 'quixoticNeedle');
+      await page.locator('.part.sidebar .monaco-progress-container.active').first().waitFor({ state: 'visible' });
+      assert.equal(await page.locator('.search-view .monaco-list-row').count(), 0, 'Find in Files lists nothing');
+      await wb.screenshot('find-in-files-off');
+      // This search stays pending (VS Code waits for the provider): the last test sees it answered once the setting is on.
     });
-  });
-
-  // A window that refuses the proposal cannot be made with code-server 4.139.1: its extension hosts
-  // (node and web worker) replace VS Code's `isProposedApiEnabled` with `return true`, so even an
-  // extension whose package.json has no `enabledApiProposals`, started without --enable-proposed-api,
-  // registers the providers (checked: a .vsix without the field logs "proposed search providers
-  // registered"); its workbench also hard-codes `_envEnablesProposedApiForAll`. The fallback commands —
-  // offered in every window — are driven in a window like the first.
-  describe('the fallback commands (what a window without the proposal offers)', () => {
-    const w = window(true, 'sandbox-search-fallback');
 
     it('Go to File in Sandbox… finds a file by a fuzzy name and opens it', async () => {
       const { page, wb } = w;
@@ -154,6 +184,61 @@ describe('e2e: find files and text in a sandbox', function () {
       await openedAt(page, 'widgetFactory.ts', 3);
     });
 
+    it('turning the setting on lets Find in Files search the sandbox, without a reload', async () => {
+      const { page, wb } = w;
+      // Meanwhile the fallback found the match and opened its file; Find in Files, started before them, still has nothing.
+      assert.equal(await page.locator('.search-view .monaco-list-row').count(), 0, 'Find in Files lists nothing while the setting is off');
+      await wb.runCommand('Preferences: Open Settings (UI)');
+      await page.locator('.settings-editor .suggest-input-container .monaco-editor').click();
+      await page.keyboard.type(SETTING);
+      // The list is drawn again as the search settles: click once it shows only this setting.
+      await page.locator('.settings-editor', { hasText: '1 Setting Found' }).waitFor({ timeout: 30_000 });
+      const checkbox = page.locator('.settings-editor .setting-item-bool .setting-value-checkbox >> visible=true').first();
+      assert.equal(await checkbox.getAttribute('aria-checked'), 'false');
+      await checkbox.click();
+      await page.locator('.settings-editor .setting-item-bool .setting-value-checkbox[aria-checked="true"]').waitFor();
+      await wb.screenshot('setting-on');
+      await page.keyboard.press('Escape');
+
+      // The search that waited for a provider is answered once the extension registers it.
+      await wb.runCommand('View: Show Search');
+      const match = page.locator('.search-view .monaco-list-row', { hasText: 'const quixoticNeedle = 42;' }).first();
+      await match.waitFor({ state: 'visible', timeout: 60_000 });
+      await page.locator('.search-view .monaco-list-row', { hasText: 'widgetFactory.ts' }).first().waitFor({ state: 'visible' });
+      await wb.screenshot('find-in-files-on');
+    });
+  });
+
+  describe('with the proposed search API (npm start, the test host)', () => {
+    const w = window('sandbox-search');
+
+    it('Ctrl+P finds a file by a fuzzy name among 2,000 and opens it', async () => {
+      const { page, wb } = w;
+      await page.locator('.monaco-workbench').click({ position: { x: 700, y: 400 } });
+      await page.keyboard.press('Control+P');
+      const input = page.locator('.quick-input-widget input.input');
+      await input.waitFor({ state: 'visible' });
+      await input.fill('wdgfac');
+      const row = page.locator('.quick-input-widget .monaco-list-row', { hasText: 'widgetFactory.ts' }).first();
+      await row.waitFor({ state: 'visible', timeout: 30_000 });
+      await wb.screenshot('quick-open');
+      await page.keyboard.press('Enter');
+      await openedAt(page, 'widgetFactory.ts', 1);
+      await wb.screenshot('quick-open-opened');
+    });
+
+    it('Find in Files finds a string and opens the file at its line', async () => {
+      const { page, wb } = w;
+      await findInFiles(wb, 'quixoticNeedle');
+      const match = page.locator('.search-view .monaco-list-row', { hasText: 'const quixoticNeedle = 42;' }).first();
+      await match.waitFor({ state: 'visible', timeout: 60_000 });
+      assert.ok(await page.locator('.search-view .monaco-list-row', { hasText: 'widgetFactory.ts' }).first().isVisible());
+      await wb.screenshot('find-in-files');
+      await match.click();
+      await openedAt(page, 'widgetFactory.ts', 3);
+      await wb.screenshot('find-in-files-opened');
+    });
+
     // Last in this file: the Drain ends the sandbox.
     describe('while the sandbox is Finalizing (a Drain waits for a running command)', () => {
       // The gateway answers 409 to every call then, as upstream's does: a file the window has not read before is
@@ -173,9 +258,7 @@ describe('e2e: find files and text in a sandbox', function () {
         await api.terminate('default', 'search-a', 'Drain');
         await api.waitPhase('default', 'search-a', ['Finalizing']);
 
-        await wb.runCommand('Search: Find in Files');
-        await page.keyboard.type('finalizingNeedle');
-        await page.keyboard.press('Enter');
+        await findInFiles(wb, 'finalizingNeedle');
         const match = page.locator('.search-view .monaco-list-row', { hasText: 'const finalizingNeedle = 7;' }).first();
         await match.waitFor({ state: 'visible', timeout: 60_000 });
         await page.locator('.search-view .monaco-list-row', { hasText: 'drainNote.ts' }).first().waitFor({ state: 'visible' });

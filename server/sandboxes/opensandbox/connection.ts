@@ -1,17 +1,11 @@
-// Where OpenSandbox is and how to authenticate, resolved the way the SDK itself does:
-// explicit settings first, else OPEN_SANDBOX_DOMAIN / OPEN_SANDBOX_API_KEY, else
-// `localhost:8080` without a key. The API key is held here and handed only to the SDK's
-// ConnectionConfig; describe() is what may be logged or shown.
+// An OpenSandbox connection for the SDK: a resolved target (connectionTarget.ts: explicit settings,
+// else OPEN_SANDBOX_DOMAIN / OPEN_SANDBOX_API_KEY, else `localhost:8080` without a key) and the
+// SDK's ConnectionConfig made from it. The API key is held here and handed only to the SDK's
+// ConnectionConfig; describe() is what may be logged. Importing this module loads the SDK.
 import { ConnectionConfig } from '@alibaba-group/opensandbox';
+import { describeTarget, resolveTarget, type OpenSandboxConnectionOptions, type OpenSandboxTarget } from './connectionTarget';
 
-export interface OpenSandboxConnectionOptions {
-  domain?: string;
-  apiKey?: string;
-  /** Route execd through the lifecycle server (for sandboxes the client cannot reach directly). */
-  useServerProxy?: boolean;
-  requestTimeoutSeconds?: number;
-  env?: NodeJS.ProcessEnv;
-}
+export { DEFAULT_DOMAIN, type OpenSandboxConnectionOptions } from './connectionTarget';
 
 export interface OpenSandboxConnection {
   readonly domain: string;
@@ -23,24 +17,18 @@ export interface OpenSandboxConnection {
   describe(): string;
 }
 
-export const DEFAULT_DOMAIN = 'localhost:8080';
-
-function nonEmpty(v: string | undefined): string | undefined {
-  return typeof v === 'string' && v.trim() !== '' ? v.trim() : undefined;
+export function resolveConnection(options: OpenSandboxConnectionOptions = {}): OpenSandboxConnection {
+  return connectionTo(resolveTarget(options));
 }
 
-export function resolveConnection(options: OpenSandboxConnectionOptions = {}): OpenSandboxConnection {
-  const env = options.env ?? process.env;
-  const domain = nonEmpty(options.domain) ?? nonEmpty(env.OPEN_SANDBOX_DOMAIN) ?? DEFAULT_DOMAIN;
-  const apiKey = nonEmpty(options.apiKey) ?? nonEmpty(env.OPEN_SANDBOX_API_KEY);
-  const useServerProxy = options.useServerProxy ?? false;
-  const requestTimeoutSeconds = options.requestTimeoutSeconds ?? 60;
+export function connectionTo(target: OpenSandboxTarget): OpenSandboxConnection {
+  const { domain, apiKey, useServerProxy, requestTimeoutSeconds } = target;
   return {
     domain,
     hasApiKey: apiKey !== undefined,
     useServerProxy,
     // `apiKey: ''` (not undefined) keeps the SDK from reading the environment behind our back.
     config: () => new ConnectionConfig({ domain, apiKey: apiKey ?? '', useServerProxy, requestTimeoutSeconds, disableMetrics: true }),
-    describe: () => `OpenSandbox at ${domain} (${apiKey ? 'API key set' : 'no API key'}${useServerProxy ? ', via server proxy' : ''})`,
+    describe: () => describeTarget(target),
   };
 }

@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import { readJsonRecord, writeJsonAtomic } from '../../local/atomicFile';
-import { resolveConnection, type OpenSandboxConnection } from './connection';
+import { resolveTarget, type OpenSandboxTarget } from './connectionTarget';
 
 export const CONNECTION_FILE = 'opensandbox.json';
 
@@ -28,12 +28,15 @@ export const NO_CONNECTION_MESSAGE =
   'OpenSandbox is not configured: set the "sandboxSessions.opensandbox.domain" setting and run "Sandbox Sessions: Set OpenSandbox API Key…" ' +
   '(or start the gateway daemon with OPEN_SANDBOX_DOMAIN and OPEN_SANDBOX_API_KEY in its environment)';
 
-/** The connection the daemon uses now, or undefined when neither the file nor the environment names a domain. */
-export function daemonConnection(stateDir: string, env: NodeJS.ProcessEnv = process.env): OpenSandboxConnection | undefined {
+/**
+ * Where the daemon connects now, or undefined when neither the file nor the environment names a domain
+ * (without the SDK: connection.ts's connectionTo makes the SDK connection from it).
+ */
+export function daemonTarget(stateDir: string, env: NodeJS.ProcessEnv = process.env): OpenSandboxTarget | undefined {
   const file = readConnectionFileSync(stateDir);
-  if (file) return resolveConnection({ domain: file.domain, apiKey: file.apiKey ?? '', useServerProxy: file.useServerProxy, env: {} });
+  if (file) return resolveTarget({ domain: file.domain, apiKey: file.apiKey ?? '', useServerProxy: file.useServerProxy, env: {} });
   if (!env.OPEN_SANDBOX_DOMAIN?.trim()) return undefined;
-  return resolveConnection({ env });
+  return resolveTarget({ env });
 }
 
 /** The file, or undefined when there is none; a file that is not ours (bad JSON, wrong mode) is refused loudly. */

@@ -5,29 +5,11 @@
 // (through a pods/portforward; stopping the forward closes the address). A forward ends with its
 // sandbox, and a sandbox that ended is refused.
 import assert from 'node:assert/strict';
-import net from 'node:net';
 import * as vscode from 'vscode';
 import type { PortForward } from '../../../protocol/ports';
 import type { SandboxSummary } from '../../../protocol/sandboxes';
+import { accepts, freePort } from '../../fixtures/loopback';
 import { api, newLocalSandbox, plain, until } from './helpers';
-
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
-
-const accepts = (port: number) =>
-  new Promise<boolean>((resolve) => {
-    const socket = net.connect(port, '127.0.0.1');
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-  });
 
 /** A Sandbox terminal serving the sandbox's folder on `port`, and the link it offers for the printed address. */
 async function serveInTerminal(sandbox: SandboxSummary, port: number) {

@@ -88,6 +88,39 @@ describe('activation runner (real local gateway, fresh sandboxes)', function () 
     assert.deepEqual(world.invocations(), ['a1', 'a2']);
   });
 
+  it('the sandbox is destroyed while the session is committed, and is gone when the run returns', async () => {
+    const runner = world.runner();
+    assert.equal((await runner.run(message('overlap', 'o1', 'first'))).commit, 'committed');
+    const provider = world.provider;
+    const deleteSandbox = provider.delete.bind(provider);
+    let calledBeforeCommit: boolean | undefined;
+    let deletedAfterCommit = false;
+    // Deleting waits until r2 is committed: the commit must go on meanwhile (it would wait forever if it came only
+    // after the deletion), and the run must still wait for the deletion before it returns.
+    provider.delete = async (ref) => {
+      for (;;) {
+        const head = await world.repo.checkoutCurrent('overlap');
+        calledBeforeCommit ??= head.ref.revision === 'r1';
+        if (head.ref.revision === 'r2') break;
+        await new Promise((resolve) => setTimeout(resolve, 20)); // polling the repository for the commit
+      }
+      deletedAfterCommit = true;
+      return deleteSandbox(ref);
+    };
+    const phases: string[] = [];
+    try {
+      const second = await runner.run(message('overlap', 'o2', 'second'), { onProgress: (p) => phases.push(p) });
+      assert.equal(second.commit, 'committed', JSON.stringify(second));
+      assert.equal(second.revision, 'r2');
+    } finally {
+      provider.delete = deleteSandbox;
+    }
+    assert.equal(calledBeforeCommit, true, 'the deletion started before the commit was in (they overlap)');
+    assert.ok(deletedAfterCommit);
+    assert.deepEqual(await sandboxNames(world), [], 'the sandbox is gone when the run returns');
+    assert.deepEqual(phases.slice(-3), ['commit', 'done', 'cleanup']);
+  });
+
   it('moves the session into a local sandbox through its directory, and through the gateway when there is none: same turns either way', async () => {
     const provider = world.provider;
     const original = provider.hostDirectory.bind(provider);

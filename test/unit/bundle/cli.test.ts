@@ -3,7 +3,8 @@
 import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { runBundleCommand } from '../../../server/cli/bundle';
+import { MAKA_STATE_IDENTITY_MEDIA_TYPE } from '../../../server/bundle/packWorkspace';
+import { runBundleCommand, STATE_IDENTITY_MEDIA_TYPE } from '../../../server/cli/bundle';
 import { main } from '../../../server/main';
 import { createFixture, GOLDEN, tempDir } from '../../fixtures/bundle/goldenFixture';
 import { listing } from '../../fixtures/bundle/harness';
@@ -62,6 +63,13 @@ describe('bundle/cli', () => {
     const h = join(tmp.path, 'h');
     assert.equal((await run(['hydrate', out, h, '--session-id', 's-1'])).code, 0);
     assert.equal(readFileSync(join(h, 'state-identity.json'), 'utf8'), '{"schemaVersion":1,"makaSessionId":"s-1"}\n');
+  });
+
+  it('the help names the media type pack gives the default identity (written out in the CLI so help does not load the codec)', async () => {
+    assert.equal(STATE_IDENTITY_MEDIA_TYPE, MAKA_STATE_IDENTITY_MEDIA_TYPE);
+    const c = captureIo();
+    assert.equal(await main(['bundle', 'pack', '--help'], c.io), 0);
+    assert.ok(c.out().includes(`(${MAKA_STATE_IDENTITY_MEDIA_TYPE})`), c.out());
   });
 
   it('reports failures as `error [code]: …` with exit 1', async () => {

@@ -19,14 +19,7 @@ import type { SandboxConnection, SandboxSummary } from '../../../protocol/sandbo
 import { stopGateway } from '../../../server/gateway/daemonClient';
 import { StateLayout } from '../../../server/local/stateRoot';
 import { type CompanionProcess, spawnCompanion } from '../../fixtures/companionProcess';
-
-async function until(what: string, check: () => Promise<boolean> | boolean, ms = 30_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((r) => setTimeout(r, 50)); // polling an observable condition
-  }
-}
+import { until } from '../../fixtures/waits';
 
 /** A companion failure as the extension's CompanionRequestError carries it: the stable code and cause. */
 class CompanionFailure extends Error {

@@ -18,7 +18,7 @@ import type { LocalRuntime } from '../../../server/local/localRuntime';
 import type { LocalSession } from '../../../server/local/localSession';
 import { startClusterSimulator } from '../../fixtures/cluster/simulator';
 import { call, readyRun, runsPath, startTestGateway, waitPhase, type Reply } from './harness';
-import { openSocket, operations, rawUpgrade, wsUrl, type OpenSocket, type OperationRecord, type RawReply } from './wsHarness';
+import { openSocket, operations, rawUpgrade, wrapSocket, wsUrl, type OpenSocket, type OperationRecord, type RawReply } from './wsHarness';
 
 export interface CallOptions {
   body?: unknown;
@@ -93,41 +93,6 @@ export const localGateway: TargetKind = {
     };
   },
 };
-
-/** Wraps a client WebSocket as an OpenSocket (frames awaited one by one, bounded). */
-function wrapSocket(ws: WebSocket): Promise<OpenSocket> {
-  const queue: string[] = [];
-  const waiters: Array<(frame: string) => void> = [];
-  ws.on('message', (data, isBinary) => {
-    assert.equal(isBinary, false, 'server frames are text frames');
-    const text = (data as Buffer).toString('utf8');
-    const waiter = waiters.shift();
-    if (waiter) waiter(text);
-    else queue.push(text);
-  });
-  const closed = new Promise<{ code: number; reason: string }>((resolve) => ws.on('close', (code, reason) => resolve({ code, reason: reason.toString('utf8') })));
-  return new Promise((resolve, reject) => {
-    ws.once('open', () =>
-      resolve({
-        ws,
-        closed,
-        pending: () => [...queue],
-        send: (value) => ws.send(JSON.stringify(value)),
-        next: (timeoutMs = 10_000) =>
-          new Promise<string>((res, rej) => {
-            const queued = queue.shift();
-            if (queued !== undefined) return res(queued);
-            const timer = setTimeout(() => rej(new Error('no frame in time')), timeoutMs);
-            waiters.push((frame) => {
-              clearTimeout(timer);
-              res(frame);
-            });
-          }),
-      }),
-    );
-    ws.once('error', reject);
-  });
-}
 
 export const simulatorConsole: TargetKind = {
   title: 'cluster simulator Console',

@@ -22,7 +22,11 @@ export function wsUrl(gwUrl: string, P: string): string {
 }
 
 export function openSocket(gw: { url: string; token: string }, P: string, headers: Record<string, string> = {}): Promise<OpenSocket> {
-  const ws = new WebSocket(wsUrl(gw.url, P), { headers: { authorization: `Bearer ${gw.token}`, ...headers } });
+  return wrapSocket(new WebSocket(wsUrl(gw.url, P), { headers: { authorization: `Bearer ${gw.token}`, ...headers } }));
+}
+
+/** Wraps a client WebSocket as an OpenSocket (frames awaited one by one, bounded). */
+export function wrapSocket(ws: WebSocket): Promise<OpenSocket> {
   const queue: string[] = [];
   const waiters: Array<(frame: string) => void> = [];
   ws.on('message', (data, isBinary) => {

@@ -271,6 +271,25 @@ describe('local runtime: command execution', function () {
     fs.rmSync(marker);
   });
 
+  it('the command does not start before the promise onStarted returns (the exec record being written) has settled', async () => {
+    const marker = `/tmp/ss-gate-async-${process.pid}-${Date.now()}`;
+    let seenEarly = true;
+    const r = await runCommand(backend, {
+      spec: spec(['touch', marker]),
+      timeoutMs: 0,
+      signal: never,
+      onStarted: async () => {
+        // The gate stays shut while the event loop runs on: only the passing of time can show that nothing ran meanwhile.
+        await new Promise((res) => setTimeout(res, 300));
+        seenEarly = fs.existsSync(marker);
+      },
+    });
+    assert.equal(r.exitCode, 0);
+    assert.equal(seenEarly, false);
+    assert.equal(fs.existsSync(marker), true);
+    fs.rmSync(marker);
+  });
+
   it('refuses an executable that is not on PATH before starting anything', () => {
     assert.throws(() => runCommand(backend, { spec: spec(['no-such-tool-xyz']), timeoutMs: 0, signal: never }), {
       message: 'start command: exec: "no-such-tool-xyz": executable file not found in $PATH',

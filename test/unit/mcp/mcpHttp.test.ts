@@ -15,6 +15,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { request } from 'undici';
 import { stopGateway } from '../../../server/gateway/daemonClient';
 import { REPO_ROOT } from '../../fixtures/companionProcess';
+import { ok, running, waitFor } from './mcpTestClient';
 
 interface HttpMcp {
   child: ChildProcessWithoutNullStreams;
@@ -60,30 +61,6 @@ async function connect(url: string, token: string | undefined): Promise<Client> 
   const client = new Client({ name: 'sandbox-sessions-http-test', version: '0.0.0' });
   await client.connect(transport);
   return client;
-}
-
-function ok<T>(result: unknown): T {
-  const r = result as CallToolResult;
-  assert.notEqual(r.isError, true, JSON.stringify(r.content));
-  return r.structuredContent as T;
-}
-
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined) return v;
-    assert.ok(Date.now() < deadline, `timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
-function running(pid: number): boolean {
-  try {
-    return !/\) Z /.test(fs.readFileSync(`/proc/${pid}/stat`, 'utf8'));
-  } catch {
-    return false;
-  }
 }
 
 describe('mcp server over Streamable HTTP (SDK client, bearer token, loopback only)', function () {

@@ -14,9 +14,10 @@ import { AGENT_GRANT_KEY, AGENT_GRANT_VALUE } from '../../../server/mcp/scope';
 import { sessionRunBody } from '../../../server/sandboxes/sessionRunBody';
 import { gatewayCommand } from '../../fixtures/activation/harness';
 import { REPO_ROOT } from '../../fixtures/companionProcess';
+import { MCP_SERVER_COMMAND, TOOLS } from './mcpTestClient';
 
 const INSPECTOR_BUILD = path.join(REPO_ROOT, 'node_modules/@modelcontextprotocol/inspector-cli/build');
-const SERVER = [process.execPath, '--import', 'tsx', path.join(REPO_ROOT, 'server/main.ts'), 'mcp'];
+const SERVER = MCP_SERVER_COMMAND;
 
 /**
  * Runs `mcp-inspector-cli --cli …` and parses the JSON it prints. Its working directory is its own
@@ -73,21 +74,7 @@ describe('MCP Inspector CLI against sandbox-sessions mcp', function () {
 
   it('tools/list over stdio lists every tool with its schema', async () => {
     const { tools } = (await inspector([...SERVER, '--method', 'tools/list'], env)) as { tools: { name: string; inputSchema: { type: string } }[] };
-    assert.deepEqual(tools.map((t) => t.name).sort(), [
-      'sandbox_cancel',
-      'sandbox_close',
-      'sandbox_create',
-      'sandbox_exec',
-      'sandbox_list',
-      'sandbox_list_files',
-      'sandbox_read_file',
-      'sandbox_search',
-      'sandbox_write_file',
-      'session_activate',
-      'session_fork',
-      'session_open_revision',
-      'session_save',
-    ]);
+    assert.deepEqual(tools.map((t) => t.name).sort(), TOOLS);
     assert.ok(tools.every((t) => t.inputSchema.type === 'object'));
   });
 

@@ -9,8 +9,6 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { request } from 'undici';
 import { findGateway, stopGateway } from '../../../server/gateway/daemonClient';
@@ -18,79 +16,8 @@ import { LocalGatewayClient } from '../../../server/gateway/localClient';
 import { sessionRunBody } from '../../../server/sandboxes/sessionRunBody';
 import { AGENT_GRANT_KEY, AGENT_GRANT_VALUE } from '../../../server/mcp/scope';
 import { TRUNCATION_MARKER } from '../../../server/mcp/cappedOutput';
-import { REPO_ROOT, spawnCompanion } from '../../fixtures/companionProcess';
-
-const TOOLS = [
-  'sandbox_cancel',
-  'sandbox_close',
-  'sandbox_create',
-  'sandbox_exec',
-  'sandbox_list',
-  'sandbox_list_files',
-  'sandbox_read_file',
-  'sandbox_search',
-  'sandbox_write_file',
-  'session_activate',
-  'session_fork',
-  'session_open_revision',
-  'session_save',
-];
-
-interface McpProcess {
-  client: Client;
-  stderr(): string;
-  close(): Promise<void>;
-}
-
-async function startMcp(stateDir: string, env: Record<string, string> = {}): Promise<McpProcess> {
-  const transport = new StdioClientTransport({
-    command: process.execPath,
-    args: ['--import', 'tsx', path.join(REPO_ROOT, 'server/main.ts'), 'mcp'],
-    cwd: REPO_ROOT,
-    env: { ...(process.env as Record<string, string>), SANDBOX_SESSIONS_STATE_DIR: stateDir, SANDBOX_SESSIONS_LOG_LEVEL: 'debug', ...env },
-    stderr: 'pipe',
-  });
-  let log = '';
-  transport.stderr?.on('data', (d: Buffer) => (log += d.toString()));
-  const client = new Client({ name: 'sandbox-sessions-test', version: '0.0.0' });
-  await client.connect(transport);
-  return { client, stderr: () => log, close: () => client.close() };
-}
-
-/** The JSON a tool answered (its structured content), asserting it was not a tool error. */
-function ok<T>(result: unknown): T {
-  const r = result as CallToolResult;
-  assert.notEqual(r.isError, true, JSON.stringify(r.content));
-  return r.structuredContent as T;
-}
-
-/** The text of a tool error, asserting it was one. */
-function toolError(result: unknown): string {
-  const r = result as CallToolResult;
-  assert.equal(r.isError, true, `expected a tool error, got ${JSON.stringify(r.content).slice(0, 500)}`);
-  const first = r.content[0];
-  assert.ok(first && first.type === 'text');
-  return first.text;
-}
-
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined) return v;
-    assert.ok(Date.now() < deadline, `timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
-/** Whether a pid still runs (a zombie runs nothing). */
-function running(pid: number): boolean {
-  try {
-    return !/\) Z /.test(fs.readFileSync(`/proc/${pid}/stat`, 'utf8'));
-  } catch {
-    return false;
-  }
-}
+import { spawnCompanion } from '../../fixtures/companionProcess';
+import { ok, running, startMcp, toolError, TOOLS, waitFor, type McpProcess } from './mcpTestClient';
 
 interface Created {
   sandbox: string;

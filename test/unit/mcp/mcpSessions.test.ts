@@ -8,28 +8,13 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { findGateway, stopGateway } from '../../../server/gateway/daemonClient';
 import { LocalGatewayClient } from '../../../server/gateway/localClient';
 import { sessionRunBody } from '../../../server/sandboxes/sessionRunBody';
-import { REPO_ROOT } from '../../fixtures/companionProcess';
+import { ok, startMcp, toolError } from './mcpTestClient';
 
 const AGENT = path.resolve(__dirname, '../../fixtures/agent/agent.mts');
-
-function ok<T>(result: unknown): T {
-  const r = result as CallToolResult;
-  assert.notEqual(r.isError, true, JSON.stringify(r.content));
-  return r.structuredContent as T;
-}
-
-function toolError(result: unknown): string {
-  const r = result as CallToolResult;
-  assert.equal(r.isError, true, `expected a tool error, got ${JSON.stringify(r.content).slice(0, 500)}`);
-  const first = r.content[0];
-  assert.ok(first && first.type === 'text');
-  return first.text;
-}
 
 describe('mcp server: session tools and sandbox:// resources (SDK client over stdio)', function () {
   this.timeout(180_000);
@@ -41,21 +26,13 @@ describe('mcp server: session tools and sandbox:// resources (SDK client over st
   before(async () => {
     work = fs.mkdtempSync(path.join(os.tmpdir(), 'mcp-sessions-'));
     stateDir = path.join(work, 'state');
-    const transport = new StdioClientTransport({
-      command: process.execPath,
-      args: ['--import', 'tsx', path.join(REPO_ROOT, 'server/main.ts'), 'mcp'],
-      cwd: REPO_ROOT,
-      env: {
-        ...(process.env as Record<string, string>),
-        SANDBOX_SESSIONS_STATE_DIR: stateDir,
+    client = (
+      await startMcp(stateDir, {
         SANDBOX_SESSIONS_REPOSITORY: path.join(work, 'repository'),
         SANDBOX_SESSIONS_ACTIVATION_COMMAND: JSON.stringify([process.execPath, AGENT, 'activate']),
         SANDBOX_SESSIONS_MCP_ALLOW_PROCESS: '1',
-      },
-      stderr: 'pipe',
-    });
-    client = new Client({ name: 'sandbox-sessions-test', version: '0.0.0' });
-    await client.connect(transport);
+      })
+    ).client;
     sandbox = ok<{ sandbox: string }>(await call('sandbox_create', { runtime: 'process', leaseTimeoutSeconds: 600 })).sandbox;
     ok(await call('sandbox_write_file', { sandbox, path: 'src/app.txt', contents: 'version one\n' }));
     ok(await call('sandbox_write_file', { sandbox, path: 'src/blob.bin', contents: Buffer.from([0xff, 0xfe, 0x00]).toString('base64'), encoding: 'base64' }));

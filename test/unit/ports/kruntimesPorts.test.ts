@@ -18,33 +18,8 @@ import type { KruntimesSandboxProvider } from '../../../server/sandboxes/kruntim
 import { SandboxError } from '../../../server/sandboxes/provider';
 import { quietLogger } from '../../fixtures/activation/harness';
 import { type ClusterTarget, startClusterTarget } from '../../fixtures/cluster/target';
-
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
-
-/** Whether something accepts TCP connections on 127.0.0.1:`port`. */
-const accepts = (port: number) =>
-  new Promise<boolean>((resolve) => {
-    const socket = net.connect(port, '127.0.0.1');
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-  });
-
-async function until(condition: () => boolean | Promise<boolean>, what: string, ms = 20_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
+import { until } from '../../fixtures/waits';
+import { accepts, freePort } from '../../fixtures/loopback';
 
 /** The service over `provider`, as the companion server builds it: its port-forwards use the provider's kubeconfig. */
 function serviceFor(provider: KruntimesSandboxProvider): PortForwardService {
@@ -88,7 +63,7 @@ describe('ports: kruntimes sandboxes (cluster simulator, era D)', function () {
     })().catch(() => undefined);
     let finished = false;
     void done.then(() => (finished = true));
-    await until(() => out.includes(ready) || finished, `"${ready}" from ${argv.join(' ')}`);
+    await until(`"${ready}" from ${argv.join(' ')}`, () => out.includes(ready) || finished);
     if (!out.includes(ready)) throw new Error(`${argv.join(' ')} ended: ${out}`);
     return {
       stop: async () => {
@@ -198,7 +173,7 @@ describe('ports: kruntimes sandboxes (cluster simulator, era D)', function () {
     const forward = await service.forward(sandbox.ref, await freePort(), undefined, (e) => seen.push(e));
     assert.equal(await accepts(forward.localPort), true);
     await provider.terminate(sandbox.ref, 'Immediate', { wait: true });
-    await until(() => seen.length > 0, 'the forward to end with its sandbox');
+    await until('the forward to end with its sandbox', () => seen.length > 0);
     assert.equal(seen.length, 1);
     assert.equal(seen[0]?.forward.id, forward.id);
     assert.match(seen[0]?.reason ?? '', new RegExp(`sandbox ${sandbox.ref.name} ended \\(Cancelled\\)`));

@@ -9,7 +9,6 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
 import http from 'node:http';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Sandbox } from '@alibaba-group/opensandbox';
@@ -31,6 +30,8 @@ import { resolveConnection } from '../../../server/sandboxes/opensandbox/connect
 import { OpenSandboxClient } from '../../../server/sandboxes/opensandbox/opensandboxClient';
 import { startOpenSandboxSimulator, type OpenSandboxSimulator } from '../../fixtures/opensandbox/simulator';
 import { call, patchTermination, runsPath, waitPhase } from '../gateway/harness';
+import { until } from '../../fixtures/waits';
+import { accepts } from '../../fixtures/loopback';
 
 const API_KEY = `canary-key-${Date.now().toString(36)}-must-not-reach-the-client`;
 const EXECD_TOKEN_HEADER = 'x-execd-access-token';
@@ -59,24 +60,6 @@ server.on('upgrade', (q, sock, head) => {
 });
 server.listen(8001, '127.0.0.1');
 `;
-
-const accepts = (port: number, host = '127.0.0.1') =>
-  new Promise<boolean>((resolve) => {
-    const socket = net.connect(port, host);
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-  });
-
-async function until(condition: () => boolean | Promise<boolean>, what: string, ms = 20_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
 
 /** This machine's IPv4 addresses other than loopback (a listener on 127.0.0.1 must not answer there). */
 function otherAddresses(): string[] {
@@ -140,10 +123,10 @@ describe('ports: a local Run on the OpenSandbox backend (simulator + local gatew
     }
     const ref: SandboxRef = { provider: 'local', context: LOCAL_CONTEXT, namespace: 'default', name: run.metadata.name as string };
     // Both servers listen in the sandbox's own network, as its /proc/net/tcp (read through the session) says.
-    await until(async () => {
+    await until('the servers in the sandbox', async () => {
       const listed = await service.list(ref);
       return [8000, 8001].every((p) => listed.ports.some((l) => l.port === p && l.address === '127.0.0.1'));
-    }, 'the servers in the sandbox');
+    });
     return { run, ref, sandboxId: mine.id };
   }
 
@@ -197,7 +180,7 @@ describe('ports: a local Run on the OpenSandbox backend (simulator + local gatew
       async pull(controller) {
         const next = parts.shift();
         if (next === undefined) return controller.close();
-        await new Promise((r) => setTimeout(r, 20));
+        await new Promise((r) => setTimeout(r, 20)); // a pause between parts, so the body reaches the proxy in separate chunks
         controller.enqueue(new TextEncoder().encode(next));
       },
     });
@@ -242,7 +225,7 @@ describe('ports: a local Run on the OpenSandbox backend (simulator + local gatew
 
     // The sandbox ends: the forward ends with it (ports/ended) and its address closes.
     await patchTermination(gw, run, 'Immediate');
-    await until(() => ended.some((e) => e.forward.id === forward.id), 'ports/ended for the forward');
+    await until('ports/ended for the forward', () => ended.some((e) => e.forward.id === forward.id));
     assert.match(ended.find((e) => e.forward.id === forward.id)?.reason ?? '', /ended|deleted/);
     assert.equal(await accepts(forward.localPort), false);
 

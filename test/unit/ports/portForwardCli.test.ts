@@ -9,7 +9,6 @@
 import assert from 'node:assert/strict';
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { GatewayClient } from '../../../protocol/kruntimes/gatewayClient';
@@ -24,34 +23,10 @@ import { resolveConnection } from '../../../server/sandboxes/opensandbox/connect
 import { writeConnectionFile } from '../../../server/sandboxes/opensandbox/connectionFile';
 import { startOpenSandboxSimulator, type OpenSandboxSimulator } from '../../fixtures/opensandbox/simulator';
 import { call, patchTermination, readyRun, runsPath, startTestGateway, type TestGateway, waitPhase } from '../gateway/harness';
+import { until } from '../../fixtures/waits';
+import { accepts, freePort } from '../../fixtures/loopback';
 
 const REPO_ROOT = path.resolve(__dirname, '../../..');
-
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
-
-const accepts = (port: number) =>
-  new Promise<boolean>((resolve) => {
-    const socket = net.connect(port, '127.0.0.1');
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-  });
-
-async function until(condition: () => boolean | Promise<boolean>, what: string, ms = 20_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
 
 /** A running `sandbox-sessions …` process: its output so far and its exit. */
 interface Cli {
@@ -75,7 +50,7 @@ async function serveInSandbox(client: GatewayClient, port: number): Promise<{ st
     .catch(() => undefined)
     .finally(() => (finished = true));
   // Ready when it accepts connections (the sandbox shares this machine's network in both substrates here).
-  await until(async () => finished || (await accepts(port)), `the sandbox's server on port ${port}`);
+  await until(`the sandbox's server on port ${port}`, async () => finished || (await accepts(port)));
   if (finished) throw new Error(`python3 -m http.server ended: ${output}`);
   return {
     stop: async () => {
@@ -116,7 +91,7 @@ describe('ports: the port-forward CLI (built)', function () {
   /** The local port the CLI printed, once it printed kubectl's line for `port`. */
   async function forwardedFrom(c: Cli, port: number): Promise<number> {
     const line = new RegExp(`^Forwarding from 127\\.0\\.0\\.1:(\\d+) -> ${port}$`, 'm');
-    await until(() => line.test(c.out()) || c.child.exitCode !== null, 'the Forwarding line');
+    await until('the Forwarding line', () => line.test(c.out()) || c.child.exitCode !== null);
     const m = line.exec(c.out());
     assert.ok(m, `no Forwarding line; stdout ${JSON.stringify(c.out())}, stderr ${JSON.stringify(c.err())}`);
     return Number(m[1]);
@@ -146,7 +121,7 @@ describe('ports: the port-forward CLI (built)', function () {
       try {
         const c = cli(['sandbox', 'port-forward', name, String(port), '--state-dir', t.stateDir], env);
         assert.equal(await forwardedFrom(c, port), port, 'a local sandbox is reached at its own port');
-        await until(() => /already listens on this machine/.test(c.err()) || c.child.exitCode !== null, 'the message on stderr'); // stderr and stdout arrive on separate pipes, in either order
+        await until('the message on stderr', () => /already listens on this machine/.test(c.err()) || c.child.exitCode !== null); // stderr and stdout arrive on separate pipes, in either order
         assert.match(c.err(), /already listens on this machine/);
         await assertServes(port);
         c.child.kill('SIGINT');
@@ -208,7 +183,7 @@ describe('ports: the port-forward CLI (built)', function () {
         const c = cli(['kruntimes', 'port-forward', name, `:${port}`, ...where], env);
         const local = await forwardedFrom(c, port);
         assert.notEqual(local, port);
-        await until(() => /through the API server of context simulator/.test(c.err()) || c.child.exitCode !== null, 'the message on stderr'); // stderr and stdout arrive on separate pipes, in either order
+        await until('the message on stderr', () => /through the API server of context simulator/.test(c.err()) || c.child.exitCode !== null); // stderr and stdout arrive on separate pipes, in either order
         assert.match(c.err(), /through the API server of context simulator/);
         await assertServes(local);
         assert.ok((target.simulator?.portForward.connections.get(`default/runtime-bash-0:${port}`) ?? 0) > 0, "carried by a pods/portforward of the Run's Pod");
@@ -273,10 +248,10 @@ describe('ports: the port-forward CLI (built)', function () {
 
       const c = cli(['sandbox', 'port-forward', name, ':8000', '--state-dir', t.stateDir], env);
       const local = await forwardedFrom(c, 8000);
-      await until(() => /by a proxy on this machine to its OpenSandbox endpoint/.test(c.err()) || c.child.exitCode !== null, 'the message on stderr'); // stderr and stdout arrive on separate pipes, in either order
+      await until('the message on stderr', () => /by a proxy on this machine to its OpenSandbox endpoint/.test(c.err()) || c.child.exitCode !== null); // stderr and stdout arrive on separate pipes, in either order
       assert.match(c.err(), /by a proxy on this machine to its OpenSandbox endpoint/);
       // The server needs a moment to listen after its command started: the proxy answers 502 until then.
-      await until(async () => (await fetch(`http://127.0.0.1:${local}/`)).status === 200, 'the sandbox server through the forward');
+      await until('the sandbox server through the forward', async () => (await fetch(`http://127.0.0.1:${local}/`)).status === 200);
       await assertServes(local);
       c.child.kill('SIGINT');
       assert.equal(await c.exited, 0, c.err());

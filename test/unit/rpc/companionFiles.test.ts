@@ -19,14 +19,7 @@ import type { Services } from '../../../server/rpc/handlers/context';
 import { fileHandlers } from '../../../server/rpc/handlers/files';
 import { startClusterTarget, type ClusterTarget } from '../../fixtures/cluster/target';
 import { type CompanionProcess, spawnCompanion } from '../../fixtures/companionProcess';
-
-async function until(what: string, check: () => Promise<boolean> | boolean, ms = 30_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((r) => setTimeout(r, 50)); // polling an observable condition
-  }
-}
+import { until } from '../../fixtures/waits';
 
 const SECRET = 'outside-secret-7f3a';
 

@@ -11,16 +11,9 @@ import { stopGateway } from '../../../server/gateway/daemonClient';
 import { createLogger } from '../../../server/log';
 import { LocalSandboxProvider } from '../../../server/sandboxes/localProvider';
 import { SandboxSearchService } from '../../../server/search/searchService';
+import { until } from '../../fixtures/waits';
 
 const REPO = path.resolve(__dirname, '../../..');
-
-async function until(what: string, check: () => Promise<boolean> | boolean, ms = 30_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((r) => setTimeout(r, 50)); // polling an observable condition
-  }
-}
 
 describe('sandbox search in a Finalizing sandbox (reads only)', function () {
   this.timeout(60_000);

@@ -14,6 +14,7 @@ import { gatewayTree } from '../../../server/search/gatewayTree';
 import { SandboxSearchService, searchHostDirectory, searchThroughGateway } from '../../../server/search/searchService';
 import { SearchRun } from '../../../server/search/searchRun';
 import { searchTree } from '../../../server/search/treeSearch';
+import { until } from '../../fixtures/waits';
 
 const REPO = path.resolve(__dirname, '../../..');
 const q = (input: SearchQueryInput) => SearchQuerySchema.parse(input);
@@ -30,14 +31,6 @@ function processesWith(marker: string): number[] {
     }
   }
   return out;
-}
-
-async function until(what: string, check: () => boolean, ms = 20_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((r) => setTimeout(r, 50)); // polling an observable condition
-  }
 }
 
 describe('sandbox search through the session (find/grep command, file API)', function () {

@@ -5,13 +5,14 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { SearchQuerySchema, type SearchPartial, type SearchQueryInput, type SearchResult } from '../../../protocol/search';
+import { SearchQuerySchema, type SearchLine, type SearchPartial, type SearchQueryInput, type SearchResult, type TextSearchQuery } from '../../../protocol/search';
 import { companionMethods } from '../../../protocol/companion';
 import { searchHostDirectory } from '../../../server/search/searchService';
 import { SearchRun } from '../../../server/search/searchRun';
 import { searchTree, type TreeSource } from '../../../server/search/treeSearch';
 import { SearchPathError } from '../../../server/search/hostTree';
-import { gnuGrepAvailable } from '../../../server/search/hostGrep';
+import { Listing, gnuGrepAvailable } from '../../../server/search/hostGrep';
+import { createSearchFilter } from '../../../server/search/searchFilter';
 import { requiredLiteral } from '../../../server/search/requiredLiteral';
 
 const q = (input: SearchQueryInput) => SearchQuerySchema.parse(input);
@@ -225,5 +226,78 @@ describe('sandbox search in place (local sandbox folder)', () => {
     });
     await assert.rejects(cancelled, (err: Error) => err.name === 'AbortError');
     assert.equal(after, 0, 'no batch after the cancel');
+  });
+
+  it('sends the first result as soon as it is found, then batches the rest per turn of the event loop', async () => {
+    const sent: SearchPartial[] = [];
+    const run = new SearchRun(q({ kind: 'text', pattern: 'needle' }), (p) => sent.push(p), undefined);
+    const line = (path: string): SearchLine => ({ path, line: 1, kind: 'match', text: 'needle', textOffset: 0, ranges: [{ start: 0, end: 6 }] });
+    try {
+      run.addLines([line('a.ts')], 1);
+      await Promise.resolve();
+      assert.equal(sent.length, 1, 'the first result left before the event loop turned');
+      run.addLines([line('b.ts')], 1);
+      run.addLines([line('c.ts')], 1);
+      await Promise.resolve();
+      assert.equal(sent.length, 1, 'later results wait for the batch');
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      assert.deepEqual(
+        sent.map((p) => (p.lines ?? []).map((l) => l.path)),
+        [['a.ts'], ['b.ts', 'c.ts']],
+      );
+    } finally {
+      run.finish('host');
+    }
+  });
+
+  it('decides on a file grep names before the listing reached it as soon as the listing passes it', async () => {
+    const query = q({ kind: 'text', pattern: 'needle', includes: ['src/**'], maxFileBytes: 100 }) as TextSearchQuery;
+    const run = new SearchRun(query, undefined, undefined);
+    const listing = new Listing('', createSearchFilter(query), query, run);
+    const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
+    try {
+      let decided = false;
+      void listing.reached('src/b.ts').then(() => (decided = true));
+      listing.onFile(10, 'src/a.ts');
+      await turn();
+      assert.equal(decided, false, 'still waiting: the listing has not reached it');
+      listing.onFile(20, 'src/b.ts');
+      await turn();
+      assert.equal(decided, true, 'decided while the listing goes on, not when it ends');
+      assert.ok(listing.accepted.has('src/b.ts'));
+      // Listed earlier and left out for its size: nothing to wait for.
+      listing.onFile(500, 'src/big.ts');
+      let big = false;
+      void listing.reached('src/big.ts').then(() => (big = true));
+      await turn();
+      assert.equal(big, true);
+      assert.ok(!listing.accepted.has('src/big.ts'));
+      assert.equal(listing.pathPasses('docs/readme.md'), false, 'the filter alone rules it out (the caller does not wait)');
+      // Never listed (a file that appeared after find passed its folder): released when the listing ends.
+      let gone = false;
+      void listing.reached('src/new.ts').then(() => (gone = true));
+      await turn();
+      assert.equal(gone, false);
+      listing.end();
+      await turn();
+      assert.equal(gone, true);
+      assert.deepEqual([run.stats.filesSearched, run.stats.bytesSearched, run.stats.skippedLarge], [2, 30, 1]);
+    } finally {
+      run.dispose();
+    }
+  });
+
+  it('handles a listing of many slices to its end, every file counted once', async () => {
+    const wide = path.join(work, 'wide');
+    // Short names: find's 4 KiB blocks hold more records than one slice handles.
+    for (let i = 0; i < 1500; i++) write(wide, `d${i % 7}/${i}`, i % 3 === 0 ? `x\nneedle ${i}\n` : 'nothing here\n');
+    const query = q({ kind: 'text', pattern: 'needle' });
+    const viaGrep = await searchHostDirectory(wide, query);
+    const inProcess = await searchHostDirectory(wide, query, { avoidGrep: true });
+    assert.equal(viaGrep.lines.length, 500);
+    const { durationMs: _a, ...grepStats } = viaGrep.stats;
+    const { durationMs: _b, ...walkStats } = inProcess.stats;
+    assert.deepEqual(grepStats, walkStats);
+    assert.equal(grepStats.filesSearched, 1500);
   });
 });

@@ -11,6 +11,7 @@ import type { SandboxRef } from '../../../protocol/sandboxes';
 import { SearchQuerySchema, type SearchQueryInput } from '../../../protocol/search';
 import { SandboxSearchService } from '../../../server/search/searchService';
 import { startClusterTarget, type ClusterTarget } from '../../fixtures/cluster/target';
+import { until } from '../../fixtures/waits';
 
 const q = (input: SearchQueryInput) => SearchQuerySchema.parse(input);
 const KIB64 = 64 * 1024;
@@ -27,14 +28,6 @@ function processesWith(marker: string): number[] {
     }
   }
   return out;
-}
-
-async function until(what: string, check: () => boolean, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((r) => setTimeout(r, 50)); // polling an observable condition
-  }
 }
 
 for (const era of ['D', 'C'] as const) {
