@@ -12,7 +12,10 @@
 //             is C / throughput (Little's law): p99 ≤ 100 ms at C = 64 needs ≥ 640 executes/s.
 //   3. soak (`--minutes M`): a steady `--rate R` executes/s (at most C in flight) for M minutes, RSS sampled
 //             every 10 s; drift = RSS at the end − RSS after the first minute, and the slope (MB/h) of a
-//             least-squares line through the samples after that minute.
+//             least-squares line through the samples after that minute. Every minute the daemon also writes a
+//             Node diagnostic report (SIGUSR2, `--report-on-signal`, environment left out): its JavaScript heap in
+//             use and reserved tell a high-water mark (RSS stays, heap in use does not grow) from a leak (it grows).
+//             Writing a report stalls the daemon for a moment: the soak's p99 includes those stalls.
 // The bench process shares the machine with the daemon (and, here, with other people): the load average is
 // printed with every figure.
 // Run: npm run build && npx tsx bench/daemonSoak.ts [--executes 20000] [--concurrency 64] [--sandboxes 20]
@@ -116,13 +119,37 @@ async function steadyLoad(call: (i: number) => Promise<void>, rate: number, ms: 
   return { latencies, skipped };
 }
 
+/** Asks the daemon for a diagnostic report (SIGUSR2) and reads its JavaScript heap: in use and reserved, in MB. */
+async function heapReport(pid: number, dir: string): Promise<{ usedMb: number; totalMb: number } | undefined> {
+  const before = new Set(fs.existsSync(dir) ? fs.readdirSync(dir) : []);
+  process.kill(pid, 'SIGUSR2');
+  const deadline = Date.now() + 10_000;
+  while (Date.now() < deadline) {
+    const fresh = (fs.existsSync(dir) ? fs.readdirSync(dir) : []).filter((f) => f.endsWith('.json') && !before.has(f));
+    for (const name of fresh) {
+      try {
+        const report = JSON.parse(fs.readFileSync(path.join(dir, name), 'utf8')) as { javascriptHeap: { usedMemory: number; totalMemory: number } };
+        fs.rmSync(path.join(dir, name));
+        return { usedMb: report.javascriptHeap.usedMemory / 2 ** 20, totalMb: report.javascriptHeap.totalMemory / 2 ** 20 };
+      } catch {
+        // still being written: read it on the next turn
+      }
+    }
+    await sleep(100); // polling for the report file
+  }
+  return undefined;
+}
+
 async function main(): Promise<void> {
   if (!fs.existsSync(CLI)) throw new Error(`${CLI} is missing: run \`npm run build\` first`);
   const root = await fsp.mkdtemp(path.join(os.tmpdir(), 'ss-bench-soak-'));
   const clients: GatewayClient[] = [];
   try {
     const profile = flags['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(flags['cpu-prof'])}`] : [];
-    const daemon = await startDaemon('era-c', root, [process.execPath, ...DAEMON_NODE_FLAGS, ...profile, ...extraFlags, CLI, 'gateway']);
+    const reports = path.join(root, 'reports');
+    await fsp.mkdir(reports, { mode: 0o700 }); // Node writes a report only into a folder that exists
+    const reporting = MINUTES > 0 ? ['--report-on-signal', '--report-signal=SIGUSR2', `--report-directory=${reports}`, '--report-exclude-env'] : [];
+    const daemon = await startDaemon('era-c', root, [process.execPath, ...DAEMON_NODE_FLAGS, ...profile, ...reporting, ...extraFlags, CLI, 'gateway']);
     const pid = daemon.pid;
     console.log(`daemon soak — node ${process.version}, ${os.cpus().length} CPUs shared with the bench client (and other users), daemon pid ${pid}`);
     await sleep(2000); // let start-up garbage settle before the idle figure (no condition to wait for: RSS just is)
@@ -166,9 +193,14 @@ async function main(): Promise<void> {
     if (MINUTES > 0) {
       console.log(`\nsoak: ${RATE} executes/s for ${MINUTES} min (at most ${CONCURRENCY} in flight), RSS every 10 s`);
       const soak = sampler(pid, 10_000);
+      const heaps: Array<{ t: number; mb: number }> = [];
       const progress = setInterval(() => {
         const last = soak.samples[soak.samples.length - 1]!;
-        console.log(`  ${(last.t / 60).toFixed(1).padStart(5)} min  RSS ${mb(last.mb)}  (${load()})`);
+        void heapReport(pid, reports).then((heap) => {
+          if (heap !== undefined) heaps.push({ t: last.t, mb: heap.usedMb });
+          const h = heap === undefined ? 'heap: no report' : `heap in use ${mb(heap.usedMb)} of ${mb(heap.totalMb)}`;
+          console.log(`  ${(last.t / 60).toFixed(1).padStart(5)} min  RSS ${mb(last.mb)}  ${h}  (${load()})`);
+        });
       }, 60_000);
       const cpuSoak0 = cpuSeconds(pid);
       const { latencies, skipped } = await steadyLoad((i) => execTrue(clients[i % clients.length]!)(), RATE, MINUTES * 60_000, CONCURRENCY);
@@ -184,7 +216,9 @@ async function main(): Promise<void> {
           `p50 ${quantile(latencies, 0.5).toFixed(1)} ms  p99 ${quantile(latencies, 0.99).toFixed(1)} ms; ` +
           `daemon CPU ${(cpuSeconds(pid) - cpuSoak0).toFixed(0)} s (${load()})\n` +
           `  RSS after the first minute ${mb(warm)}, at the end ${mb(end)}: drift ${(end - warm).toFixed(1)} MB; ` +
-          `slope ${slopePerHour(afterWarm).toFixed(1)} MB/h; min ${mb(Math.min(...afterWarm.map((s) => s.mb)))}  max ${mb(Math.max(...afterWarm.map((s) => s.mb)))}`,
+          `slope ${slopePerHour(afterWarm).toFixed(1)} MB/h; min ${mb(Math.min(...afterWarm.map((s) => s.mb)))}  max ${mb(Math.max(...afterWarm.map((s) => s.mb)))}\n` +
+          `  JavaScript heap in use (one report a minute): first ${mb(heaps[0]?.mb ?? NaN)}, last ${mb(heaps[heaps.length - 1]?.mb ?? NaN)}, ` +
+          `min ${mb(Math.min(...heaps.map((h) => h.mb)))}  max ${mb(Math.max(...heaps.map((h) => h.mb)))}; slope ${slopePerHour(heaps).toFixed(1)} MB/h`,
       );
     }
   } finally {

@@ -1,10 +1,12 @@
 // The HTTP transport under the gateway clients (GatewayHttp, the local gateway's LocalGatewayClient): one
 // request with its bounds — connect, headers and body-idle timeouts, an abort signal — answering the status
-// and a body read as it arrives. Two implementations behind it, picked by the URL: node:http for a plain-http
-// loopback gateway (the local daemon: what a CLI call such as `sandbox exec` reaches, where loading undici
-// cost ~0.1 s of CPU and ~20 MB per call, bench/cliStart.ts, issue 25), and undici for everything else (TLS
-// with a Run's caBundle, remote gateways; undiciTransport.ts, loaded only then). What a caller does with the
-// answer — caps, typed errors, retries — is written once, in the callers, against this interface.
+// and a body read as it arrives. Two implementations behind it: undici (undiciTransport.ts, loaded on first
+// use), and node:http for a plain-http loopback gateway when a short-lived caller asks for it — the `sandbox`
+// CLI, where loading undici cost ~0.1 s of CPU and ~20 MB per call (bench/cliStart.ts, issue 25). Long-lived
+// processes (the companion server, the extension host) stay on undici: its pool is the one whose idle
+// keep-alive reuse was proven there (node:http's reuse of a socket the daemon was closing cut an execute
+// "in transit" in the integration suite). What a caller does with the answer — caps, typed errors, retries —
+// is written once, in the callers, against this interface.
 import { HttpTimeoutError, NodeHttpTransport } from './nodeHttpTransport';
 import type { GatewayTlsOptions } from './gatewayTls';
 
@@ -47,6 +49,8 @@ export interface HttpTransportOptions {
   connectTimeoutMs?: number;
   /** For an https URL: the CA, servername and verification to connect with. */
   tls?: GatewayTlsOptions;
+  /** A plain-http loopback URL goes over node:http (for short-lived processes: no undici to load). */
+  nodeHttpForLoopback?: boolean;
 }
 
 /** Whether `url` is plain http to this machine (127.0.0.0/8, ::1, localhost): node:http serves it. */
@@ -63,22 +67,22 @@ export function isLoopbackHttp(url: string): boolean {
 }
 
 /**
- * A transport for requests to `url`'s origin (and any other of its kind): node:http for plain-http
- * loopback, undici otherwise. The caller owns it and closes it.
+ * A transport for requests to `url`'s origin (and any other of its kind): undici, or node:http for plain-http
+ * loopback when `nodeHttpForLoopback` asks. The caller owns it and closes it.
  */
 export function openHttpTransport(url: string, options: HttpTransportOptions = {}): HttpTransport {
-  if (isLoopbackHttp(url)) return new NodeHttpTransport(options);
+  if (options.nodeHttpForLoopback === true && isLoopbackHttp(url)) return new NodeHttpTransport(options);
   return new LazyUndiciTransport(options);
 }
 
-const shared = new Map<'loopback' | 'other', HttpTransport>();
+const shared = new Map<'node:http' | 'undici', HttpTransport>();
 
-/** The process's shared transport for `url`'s kind (unbounded pool, kept for the process's life, like undici's global dispatcher). */
-export function sharedHttpTransport(url: string): HttpTransport {
-  const kind = isLoopbackHttp(url) ? 'loopback' : 'other';
+/** The process's shared transport for `url` (unbounded pool, kept for the process's life, like undici's global dispatcher). */
+export function sharedHttpTransport(url: string, options: { nodeHttpForLoopback?: boolean } = {}): HttpTransport {
+  const kind = options.nodeHttpForLoopback === true && isLoopbackHttp(url) ? 'node:http' : 'undici';
   let transport = shared.get(kind);
   if (!transport) {
-    transport = openHttpTransport(url);
+    transport = openHttpTransport(url, options);
     shared.set(kind, transport);
   }
   return transport;

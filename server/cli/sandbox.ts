@@ -92,7 +92,7 @@ export async function runSandboxCommand(argv: string[], io: CliIo, opts: Sandbox
     const [{ ensureGateway, findGateway }, { LocalGatewayClient, LocalApiError }] = await Promise.all([import('../gateway/daemonClient.js'), localClient()]);
     const handle = start ? await ensureGateway({ stateDir, command: opts.gatewayCommand }) : await findGateway(stateDir);
     if (!handle) throw new LocalApiError(503, 'the local gateway is not running; start it with `sandbox-sessions gateway --detach`');
-    return new LocalGatewayClient(handle.url, handle.token);
+    return new LocalGatewayClient(handle.url, handle.token, undefined, true); // a short-lived process: node:http
   };
   const c: SandboxVerbContext = { args, io, opts, json, stateDir, ns, out, need, connect };
 

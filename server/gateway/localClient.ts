@@ -44,11 +44,13 @@ export class LocalGatewayClient {
     readonly url: string,
     private readonly token: string,
     private readonly timeoutMs = 30_000,
+    /** For a short-lived process (the `sandbox` CLI): node:http, no undici to load (httpTransport.ts says why not always). */
+    private readonly nodeHttp = false,
   ) {}
 
-  /** The daemon is plain http on loopback: node:http (httpTransport.ts), one keep-alive pool per process. */
+  /** One keep-alive pool per process (httpTransport.ts). */
   private get transport() {
-    return sharedHttpTransport(this.url);
+    return sharedHttpTransport(this.url, { nodeHttpForLoopback: this.nodeHttp });
   }
 
   private async send(method: HttpRequest['method'], path: string, body?: unknown, opts: { contentType?: string; headers?: Record<string, string>; timeoutMs?: number } = {}): Promise<unknown> {
@@ -218,7 +220,7 @@ export class LocalGatewayClient {
 
   /** The session client of one sandbox for one call (closed after it; the Session connection is shared per process). */
   private async withSession<T>(endpointPath: string, use: (client: GatewayClient) => Promise<T>): Promise<T> {
-    const client = new GatewayClient({ endpoint: { url: this.url + endpointPath }, token: this.token });
+    const client = new GatewayClient({ endpoint: { url: this.url + endpointPath }, token: this.token, ...(this.nodeHttp ? { transport: this.transport } : {}) });
     try {
       return await use(client);
     } catch (err) {

@@ -83,8 +83,9 @@ describe('gateway daemon: what it loads at start', function () {
     const preload = path.join(stateDir, 'record-builtins.cjs');
     fs.writeFileSync(
       preload,
-      `process.on('SIGUSR2', () => require('node:fs').writeFileSync(${JSON.stringify(out)},
-        JSON.stringify(process.moduleLoadList.filter((m) => m.startsWith('NativeModule ')).map((m) => m.slice(13)))));\n`,
+      // Written then renamed: the test polls for the file, and must never read it half written.
+      `process.on('SIGUSR2', () => { const fs = require('node:fs'); fs.writeFileSync(${JSON.stringify(out + '.tmp')},
+        JSON.stringify(process.moduleLoadList.filter((m) => m.startsWith('NativeModule ')).map((m) => m.slice(13)))); fs.renameSync(${JSON.stringify(out + '.tmp')}, ${JSON.stringify(out)}); });\n`,
     );
     const command = [process.execPath, ...DAEMON_NODE_FLAGS, '--require', preload, path.join(built.outdir, 'server.js'), 'gateway'];
     let socket: SessionConnection | undefined;

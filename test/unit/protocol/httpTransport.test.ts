@@ -53,7 +53,7 @@ async function serve(make: (h: Handler) => http.Server, scheme: 'http' | 'https'
   server.on('connection', () => connections++);
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const base = `${scheme}://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const transport = openHttpTransport(base, { maxConnections: 4, keepAliveMs: 150, tls });
+  const transport = openHttpTransport(base, { maxConnections: 4, keepAliveMs: 150, tls, nodeHttpForLoopback: true });
   return {
     base,
     transport,
@@ -71,9 +71,13 @@ async function serve(make: (h: Handler) => http.Server, scheme: 'http' | 'https'
 const GET = { method: 'GET', headers: {}, headersTimeoutMs: 5000, bodyTimeoutMs: 5000 } as const;
 
 describe('HTTP transport', () => {
-  it('serves plain-http loopback with node:http and everything else with undici', () => {
+  it('serves plain-http loopback with node:http only when asked (short-lived processes), everything else with undici', () => {
     for (const url of ['http://127.0.0.1:1/x', 'http://localhost:8080', 'http://[::1]:9/', 'http://127.3.2.1']) assert.equal(isLoopbackHttp(url), true, url);
     for (const url of ['https://127.0.0.1:1/x', 'http://10.0.0.1/', 'http://example.com/', 'http://127.0.0.1.example.com/', 'not a url']) assert.equal(isLoopbackHttp(url), false, url);
+    const kind = (url: string, nodeHttpForLoopback?: boolean) => openHttpTransport(url, { nodeHttpForLoopback }).constructor.name;
+    assert.equal(kind('http://127.0.0.1:1/'), 'LazyUndiciTransport');
+    assert.equal(kind('http://127.0.0.1:1/', true), 'NodeHttpTransport');
+    assert.equal(kind('https://127.0.0.1:1/', true), 'LazyUndiciTransport');
   });
 
   for (const setup of SETUPS) {
@@ -168,7 +172,7 @@ describe('HTTP transport', () => {
       it('reports a refused connection by its code', async () => {
         const port = await freePort();
         const url = `${s.base.split(':')[0]}://127.0.0.1:${port}/`;
-        const other = openHttpTransport(url, { tls: {} });
+        const other = openHttpTransport(url, { tls: {}, nodeHttpForLoopback: true });
         try {
           await assert.rejects(other.request(url, GET), { code: 'ECONNREFUSED' });
         } finally {
