@@ -52,7 +52,7 @@ async function builtinsLoaded(pid: number, out: string): Promise<string[]> {
   const deadline = Date.now() + 10_000;
   while (!fs.existsSync(out)) {
     if (Date.now() > deadline) throw new Error('the daemon did not write its loaded modules');
-    await new Promise((r) => setTimeout(r, 20));
+    await new Promise((r) => setTimeout(r, 20)); // polling for the file the daemon writes on the signal
   }
   return JSON.parse(fs.readFileSync(out, 'utf8')) as string[];
 }
