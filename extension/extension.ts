@@ -1,11 +1,13 @@
 // The VS Code extension's entry point: starts the companion server, registers the `sandbox:`
 // file system, the Sandboxes view, the status bar, the Sandbox terminal profile and `sandbox`
-// tasks, and the commands; then finishes an "open sandbox" that a restart interrupted.
-import { registerRestoringFolderView, restoreLostSandboxFolders } from './sandboxes/workspaceRepair';
-import './zodSetup';
+// tasks, and the commands; then finishes an "open sandbox" that a restart interrupted. It activates
+// in every window once start-up has finished (package.json: onStartupFinished) — the only event that
+// reaches a sandbox window VS Code opened without its folder (see sandboxes/workspaceRepair.ts) —
+// and so does little until used: the companion server starts with the first request.
+import './zodSetup'; // first: it configures zod before any module builds a schema
 import * as vscode from 'vscode';
 import { parseSandboxKey } from '../protocol/sandboxes';
-import { CompanionClient, REPOSITORY_PASSWORD_SECRET } from './companion/companionClient';
+import { CompanionClient, type CompanionStartHooks, REPOSITORY_PASSWORD_SECRET } from './companion/companionClient';
 import { registerSandboxCommands } from './commands/sandboxCommands';
 import { registerOpenSandboxCommands } from './commands/openSandboxCommands';
 import { registerSessionCommands } from './commands/sessionCommands';
@@ -14,6 +16,7 @@ import { SANDBOX_SCHEME, SandboxFileSystemProvider, sandboxUri } from './fs/sand
 import { activeSandboxKey } from './sandboxes/activeSandbox';
 import { SandboxLifecycleNotices } from './sandboxes/lifecycleNotice';
 import { takePendingOpen } from './sandboxes/pendingOpen';
+import { registerRestoringFolderView, restoreLostSandboxFolders } from './sandboxes/workspaceRepair';
 import { SandboxRegistry } from './sandboxes/registry';
 import { SandboxUsage } from './sandboxes/sandboxUsage';
 import { SandboxPseudoterminal, sandboxTerminalOptions, SandboxTaskTerminal, type TerminalFactoryDeps } from './terminal/sandboxPseudoterminal';
@@ -65,15 +68,13 @@ export interface SandboxSessionsApi {
   ports: { forwards: PortForwards; links: TerminalPortLinks; tree: PortsTreeProvider };
 }
 
-export async function activate(context: vscode.ExtensionContext): Promise<SandboxSessionsApi | undefined> {
+export async function activate(context: vscode.ExtensionContext): Promise<SandboxSessionsApi> {
   const log = vscode.window.createOutputChannel('Sandbox Sessions', { log: true });
   context.subscriptions.push(log);
   log.info(`Sandbox Sessions ${String(context.extension.packageJSON.version)} activating`);
 
-  const companion = await startCompanion(context, log);
-  if (!companion) return undefined;
+  const companion = new CompanionClient(context, log, companionStartHooks(log));
   context.subscriptions.push(companion);
-  void vscode.commands.executeCommand('setContext', 'sandboxSessions.serverReady', true);
 
   const registry = new SandboxRegistry(companion);
   const fileSystem = new SandboxFileSystemProvider(registry);
@@ -178,16 +179,15 @@ async function restoreWindow(
     .catch((err: unknown) => log.warn(`finishing a pending open: ${messageOf(err)}`));
 }
 
-/** Starts the companion server, or says in words why it did not (undefined: the extension stays inactive). */
-async function startCompanion(context: vscode.ExtensionContext, log: vscode.LogOutputChannel): Promise<CompanionClient | undefined> {
-  try {
-    return await CompanionClient.start(context, log);
-  } catch (err) {
-    const message = err instanceof Error ? err.message : String(err);
-    log.error(`the companion server did not start: ${message}`);
-    void vscode.window.showErrorMessage(`Sandbox Sessions cannot start its companion server: ${message}`, 'Show Logs').then((a) => a && log.show());
-    return undefined;
-  }
+/** On the companion server's start: the walkthrough's step completes, or the user is told in words why it did not start. */
+function companionStartHooks(log: vscode.LogOutputChannel): CompanionStartHooks {
+  return {
+    onStarted: () => void vscode.commands.executeCommand('setContext', 'sandboxSessions.serverReady', true),
+    onStartFailed: (message) => {
+      log.error(`the companion server did not start: ${message}`);
+      void vscode.window.showErrorMessage(`Sandbox Sessions cannot start its companion server: ${message}`, 'Show Logs').then((a) => a && log.show());
+    },
+  };
 }
 
 /** Show Sandbox Log and Refresh Operations. */

@@ -1,6 +1,8 @@
 // Starts and supervises the companion server (vscode-languageclient over stdio) and gives the
 // rest of the extension typed requests: params and results are the protocol's zod schemas, and
-// results are parsed before use.
+// results are parsed before use. The server is started by the first request, not at activation:
+// the extension activates in every window (see package.json's onStartupFinished) and a window
+// that never touches a sandbox or a session runs no server.
 import { type ChildProcess, spawn } from 'node:child_process';
 import zlib from 'node:zlib';
 import * as vscode from 'vscode';
@@ -91,9 +93,11 @@ export function serverCommand(context: vscode.ExtensionContext, command: readonl
  * Starts the server and hands its stdio to the language client. The process is started here,
  * not by the client, so that its stderr (JSON log lines) reaches the log at each line's level.
  */
-function serverOptions(context: vscode.ExtensionContext, env: NodeJS.ProcessEnv, log: vscode.LogOutputChannel): ServerOptions {
-  const { command, args } = serverCommand(context);
+function serverOptions(context: vscode.ExtensionContext, log: vscode.LogOutputChannel): ServerOptions {
   return async (): Promise<StreamInfo> => {
+    // Read when the server starts: settings changed before then need no restart.
+    const env = await serverEnvironment(context);
+    const { command, args } = serverCommand(context);
     // VS Code's runtime is Electron on the desktop: run it as plain Node.
     // --clientProcessId: the server exits by itself if this extension host dies without closing stdio.
     const child = spawn(command, [...args, `--clientProcessId=${process.pid}`], { env: { ...env, ELECTRON_RUN_AS_NODE: '1' }, stdio: ['pipe', 'pipe', 'pipe'] });
@@ -117,19 +121,49 @@ function serverOptions(context: vscode.ExtensionContext, env: NodeJS.ProcessEnv,
 /** Server processes this extension host started; ended when the client stops. */
 const serverProcesses = new Set<ChildProcess>();
 
+/** What the extension does when the server has started, or could not start (once per client). */
+export interface CompanionStartHooks {
+  onStarted(): void;
+  onStartFailed(message: string): void;
+}
+
 export class CompanionClient implements vscode.Disposable {
   private nextProgress = 0;
+  private readonly client: LanguageClient;
+  private started: Promise<void> | undefined;
 
-  private constructor(private readonly client: LanguageClient) {}
-
-  static async start(context: vscode.ExtensionContext, log: vscode.LogOutputChannel): Promise<CompanionClient> {
-    const client = new LanguageClient('sandboxSessions', 'Sandbox Sessions', serverOptions(context, await serverEnvironment(context), log), {
+  /** A client whose server starts on the first request (or on start()); nothing runs yet. */
+  constructor(
+    context: vscode.ExtensionContext,
+    log: vscode.LogOutputChannel,
+    private readonly hooks: CompanionStartHooks,
+  ) {
+    this.client = new LanguageClient('sandboxSessions', 'Sandbox Sessions', serverOptions(context, log), {
       documentSelector: [],
       outputChannel: log,
       initializationOptions: { protocolVersion: COMPANION_PROTOCOL_VERSION },
     });
-    await client.start();
-    return new CompanionClient(client);
+  }
+
+  /** Whether the server was asked to start in this window (it may still be starting). */
+  get startRequested(): boolean {
+    return this.started !== undefined;
+  }
+
+  /**
+   * Starts the server once; every later call shares that start. A start that failed stays failed
+   * (the language client cannot restart it): requests then fail with code `unavailable`.
+   */
+  start(): Promise<void> {
+    this.started ??= this.client.start().then(
+      () => this.hooks.onStarted(),
+      (err: unknown) => {
+        const message = err instanceof Error ? err.message : String(err);
+        this.hooks.onStartFailed(message);
+        throw new CompanionRequestError('unavailable', `the companion server did not start: ${message}`);
+      },
+    );
+    return this.started;
   }
 
   async request<M extends CompanionMethodName>(method: M, params: RequestParams<M>, options: RequestOptions = {}): Promise<RequestResult<M>> {
@@ -145,6 +179,7 @@ export class CompanionClient implements vscode.Disposable {
       });
     }
     try {
+      await this.start();
       // byName: params travel as one JSON object, never wrapped in an array.
       const type = new RequestType<object, unknown, unknown>(method, ParameterStructures.byName);
       const body = progressToken !== undefined ? { ...(params as object), progressToken } : ((params ?? {}) as object);
@@ -164,7 +199,7 @@ export class CompanionClient implements vscode.Disposable {
   }
 
   async dispose(): Promise<void> {
-    await this.client.stop().catch(() => undefined);
+    if (this.started) await this.client.stop().catch(() => undefined);
     // The server exits when its stdin closes; a stuck one is ended.
     for (const child of serverProcesses) if (child.exitCode === null) child.kill('SIGTERM');
   }

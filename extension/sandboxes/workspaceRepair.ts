@@ -1,11 +1,13 @@
 // A sandbox window opened from a `.code-workspace` file (Open Here, `npm start`) can come up with
 // no folder at all: code-server loads a remote workspace file from its configuration cache first
 // (empty for a new workspace) and the real file after, and under load that second step can leave
-// the window with zero folders — the Explorer says "No Folder Opened", nothing asks for `sandbox:`,
-// and this extension is never activated to serve it (seen in CI; the file on disk was complete).
-// The `sandboxSessions.restoringFolder` view (package.json) is shown only in a workspace window with
-// no folder, so such a window activates this extension; here the folders the workspace file names
-// are put back. A window whose folders VS Code already shows is left alone.
+// the window with zero folders — the Explorer says "No Folder Opened" and nothing asks for
+// `sandbox:` (seen in CI; the file on disk was complete). The extension activates in every window
+// once start-up has finished (package.json: onStartupFinished), and here the folders the workspace
+// file names are put back. A window whose folders VS Code already shows is left alone.
+// (An Explorer view shown only in such a window, `sandboxSessions.restoringFolder`, says in words
+// what is happening; it cannot be what activates the extension: VS Code adds an extension's views to
+// the Explorer collapsed, and a collapsed view fires no `onView` event — seen in CI too.)
 import * as vscode from 'vscode';
 import { z } from 'zod';
 import { SANDBOX_SCHEME } from '../fs/sandboxFileSystemProvider';

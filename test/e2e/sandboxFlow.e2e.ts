@@ -41,6 +41,31 @@ function liveGroupMembers(pgid: number): number[] {
   return live;
 }
 
+/** The text of every "Sandbox Sessions" log of the code-server whose user data is under `work` (one per extension host). */
+function extensionLogs(work: string): string {
+  const logs = path.join(work, 'user-data', 'logs');
+  if (!fs.existsSync(logs)) return '';
+  return (fs.readdirSync(logs, { recursive: true }) as string[])
+    .filter((f) => f.endsWith(path.join('sandbox-sessions.sandbox-sessions', 'Sandbox Sessions.log')))
+    .map((f) => fs.readFileSync(path.join(logs, f), 'utf8'))
+    .join('');
+}
+
+/** Companion servers (`dist/server.js server --stdio`) of the extension installed under `work` that run now. */
+function companionServers(work: string): number[] {
+  const found: number[] = [];
+  for (const entry of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const argv = fs.readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
+      if (argv.some((a) => a.startsWith(path.join(work, 'extensions')) && a.endsWith('server.js')) && argv.includes('--stdio')) found.push(Number(entry));
+    } catch {
+      // The process ended while we looked.
+    }
+  }
+  return found;
+}
+
 /** Built and packaged once for both flows. */
 let packaged: string | undefined;
 
@@ -112,6 +137,18 @@ for (const { api: gatewayApi, flow } of MODES) {
       await browser?.close().catch(() => undefined);
       await server?.stop();
       await stopGateway({ stateDir });
+    });
+
+    it('activates in a window without a sandbox and starts no companion server there', async () => {
+      // The extension activates once start-up has finished in every window (so that it can give a
+      // sandbox window VS Code opened without its folder the folder back); the server waits for a request.
+      const deadline = Date.now() + 60_000;
+      while (!/\] activated$/m.test(extensionLogs(work))) {
+        if (Date.now() > deadline) throw new Error(`the extension did not activate on its own:\n${extensionLogs(work)}`);
+        await new Promise((r) => setTimeout(r, 200)); // polls the log file
+      }
+      assert.deepEqual(companionServers(work), [], extensionLogs(work));
+      assert.doesNotMatch(extensionLogs(work), /companion server listening/);
     });
 
     it('opens the sandbox as the workspace folder from the palette', async () => {

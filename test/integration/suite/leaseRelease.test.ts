@@ -19,19 +19,22 @@ describe('session leases follow what the window uses', () => {
   it('holds a leased sandbox while its terminal is open and releases it after the terminal closes', async function () {
     this.timeout(60_000);
     const exported = await api();
+    // The sandbox without a lease first: a leased sandbox nobody opens within its lease (2 s) expires,
+    // so the leased one is opened as soon as it is Ready.
+    const unleased = await newLocalSandbox();
+    const other = vscode.Uri.from({ scheme: 'sandbox', authority: unleased.key, path: '/' });
     const { sandbox: leased } = await exported.companion.request('sandboxes/create', {
       spec: { provider: 'local', runtime: 'process', namespace: 'default', leaseTimeoutSeconds: LEASE_SECONDS },
       waitForReady: true,
     });
-    const unleased = await newLocalSandbox();
-    const other = vscode.Uri.from({ scheme: 'sandbox', authority: unleased.key, path: '/' });
 
     const terminal = await vscode.commands.executeCommand<vscode.Terminal | undefined>('sandboxSessions.openTerminal', leased.key);
     assert.ok(terminal, 'a terminal was opened');
     const screen = () => plain(exported.terminalTranscript(terminal) ?? '');
     await until(() => screen().includes(`${leased.ref.name}:/$ `), 'the prompt');
     terminal.sendText('echo leased-and-alive', true);
-    await until(() => /leased-and-alive\r\n/.test(screen()), 'the command output');
+    // The output on a line of its own (the typed command is echoed on the prompt's line).
+    await until(() => /\nleased-and-alive\r\n/.test(screen()), 'the command output');
     await vscode.workspace.fs.readDirectory(other); // an open connection without a lease
     assert.deepEqual(exported.registry.leasedKeys(), [leased.key]);
 
