@@ -6,6 +6,7 @@ import zlib from 'node:zlib';
 import { type CommandHelp, usageFor, wantsHelp } from './cli/args';
 import { enableCompileCache } from './cli/compileCache';
 import type { CommandHandler, CommandIo } from './cli/io';
+import { saveCommandBundleCaches } from './cli/warmCodeCache';
 import { SERVER_VERSION } from './version';
 
 /** A command's module, once loaded. */
@@ -146,5 +147,5 @@ if (require.main === module) {
       process.stderr.write(`sandbox-sessions: ${err instanceof Error ? err.message : String(err)}\n`);
       process.exitCode = 1;
     },
-  );
+  ).finally(saveCommandBundleCaches); // once the command's code has run: what its warm code cache holds
 }

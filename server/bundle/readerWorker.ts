@@ -6,12 +6,12 @@
 // Why a thread: decompressed output arrives in freshly allocated buffers (~210 MB for the bench tree), which in the
 // calling thread's large heap cost a full garbage collection every few MB; in the worker's tiny heap they are
 // nearly free. Reading, hashing and frame checks also leave the calling thread, which validates and writes files.
-// Worker code is plain JavaScript (see threadPool.ts for why).
-import type { Worker } from 'node:worker_threads';
+// Worker code is plain JavaScript (see threadPool.ts for why), run on a warm codec thread (codecThreads.ts), which is
+// reused once the job has sent its end and ended otherwise.
 import type { SessionBundleLimits, SessionBundleOperation } from '../../protocol/bundle';
 import { SessionBundleError } from './errors';
 import { checkQuota } from './limits';
-import { startCodecWorker } from './threadPool';
+import { type CodecThread, startCodecWorker } from './codecThreads';
 import { bundleZstdDecoderParams, FRAME_HEADER, FRAME_SCANNER_SOURCE } from './zstdFrame';
 
 const SLOTS = 4;
@@ -21,7 +21,6 @@ const INPUT_BUFFERS = 4;
 
 const WORKER_SOURCE = `
 'use strict';
-const { parentPort, workerData } = require('node:worker_threads');
 const { createZstdDecompress } = require('node:zlib');
 const { createHash } = require('node:crypto');
 const { readSync } = require('node:fs');
@@ -138,7 +137,7 @@ type Reply =
 
 /** The compressed side of readBundle on a worker thread; `chunks` yields the tar bytes, `result` the archive facts. */
 export class ArchiveReaderWorker {
-  private readonly worker: Worker;
+  private readonly worker: CodecThread;
   readonly ring = new SharedArrayBuffer(SLOTS * SLOT_BYTES);
   private readonly replies: Reply[] = [];
   private readonly waiters: (() => void)[] = [];
@@ -208,10 +207,14 @@ export class ArchiveReaderWorker {
     return view.buffer === this.ring ? Math.floor(view.byteOffset / SLOT_BYTES) : undefined;
   }
 
-  /** Stop the worker (idempotent); resolves once it no longer reads the descriptor. */
+  /**
+   * Stop the worker (idempotent); resolves once it no longer reads the descriptor. After its end (the whole archive
+   * read and decompressed: it reads nothing more) its thread is reused; otherwise it is terminated.
+   */
   async close(): Promise<void> {
     this.closed = true;
-    await this.worker.terminate().catch(() => undefined);
+    if (this.result !== undefined) this.worker.release();
+    else await this.worker.terminate().catch(() => undefined);
   }
 
   private async next(): Promise<Reply> {

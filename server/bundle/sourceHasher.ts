@@ -115,6 +115,8 @@ export class SourceHasher {
   /** Files handed to workers whose results have not come back yet. */
   private outstanding = 0;
   private finishing = false;
+  /** `finish` returned: every batch sent was answered, so the workers are between messages, holding nothing. */
+  private finished = false;
   private wake: (() => void) | undefined;
   private sinceYield = 0;
 
@@ -155,11 +157,15 @@ export class SourceHasher {
     this.check();
     this.queue.length = 0;
     this.head = 0;
+    this.finished = true;
   }
 
-  /** Stop every worker (idempotent); resolves when they are gone, none holding a descriptor. */
+  /**
+   * Stop every worker (idempotent); resolves when they are gone, none holding a descriptor. After a `finish` that
+   * succeeded their threads go back to the warm codec threads (codecThreads.ts); otherwise they end.
+   */
   async close(): Promise<void> {
-    await this.pool?.close();
+    await this.pool?.close(this.finished && this.failure === undefined ? { finish: true } : {});
   }
 
   private check(): void {

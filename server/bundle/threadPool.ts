@@ -1,28 +1,16 @@
 // A few worker threads running one small plain-JavaScript program (pack hashes sources on them, hydrate fsyncs
-// files on them). The program is `eval`ed, so it works the same from sources (tsx) and from the esbuild bundle, and
+// files on them). The program is `eval`ed, so it works the same from sources (tsx) and from the esbuild bundle, runs
+// as a job on a warm codec thread (codecThreads.ts: `parentPort` and `workerData` are in its scope), and
 // gets a `stopped()` function that turns true when the pool closes; it must check it between steps and must not
 // keep file descriptors open across messages. Protocol: every message posted to a worker gets exactly one reply
 // carrying `results`; any number of other replies (progress) may come before it.
 // Closing is graceful: raise the stop flag, wait for the replies still owed (workers stop at their next check, so
-// this is quick and no descriptor is left open), then terminate. A worker that dies is reported through `onError`.
-import { Worker } from 'node:worker_threads';
+// this is quick and no descriptor is left open), then terminate — or, after a finishing close in which no worker
+// failed (every program is between messages with its files closed), give the threads back to the warm codec threads.
+// A worker that dies is reported through `onError`.
+import { type CodecThread, startCodecWorker } from './codecThreads';
 
-/**
- * A worker running an `eval`ed plain-JavaScript program with the codec's settings: no inherited
- * execArgv or stdio, its own fds only, and a small heap (these programs keep almost nothing alive,
- * so small heaps keep an operation's peak RSS down).
- */
-export function startCodecWorker(source: string, workerData: Record<string, unknown>, heap: { youngMb: number; oldMb: number }): Worker {
-  return new Worker(source, {
-    eval: true,
-    execArgv: [],
-    stdout: false,
-    stderr: false,
-    trackUnmanagedFds: false,
-    resourceLimits: { maxYoungGenerationSizeMb: heap.youngMb, maxOldGenerationSizeMb: heap.oldMb },
-    workerData,
-  });
-}
+export { startCodecWorker } from './codecThreads';
 
 export interface ThreadPoolHandlers {
   /** A reply from worker `slot`; `final` when it is the one reply to a posted message. */
@@ -32,13 +20,12 @@ export interface ThreadPoolHandlers {
 
 const PRELUDE = `
 'use strict';
-const { parentPort, workerData } = require('node:worker_threads');
 const stopFlag = new Int32Array(workerData.stop);
 const stopped = () => Atomics.load(stopFlag, 0) !== 0;
 `;
 
 export class ThreadPool {
-  private readonly workers: Worker[] = [];
+  private readonly workers: CodecThread[] = [];
   private readonly owed: number[] = [];
   private readonly alive: boolean[] = [];
   private readonly stop = new Int32Array(new SharedArrayBuffer(4));
@@ -46,6 +33,8 @@ export class ThreadPool {
   /** Replies are no longer delivered (a stopping close); a finishing close still delivers them. */
   private muted = false;
   private settled: (() => void) | undefined;
+  /** A worker failed or died: its thread is not reused. */
+  private failed = false;
 
   constructor(source: string, size: number, private readonly handlers: ThreadPoolHandlers, data: Record<string, unknown> = {}) {
     for (let slot = 0; slot < size; slot++) {
@@ -60,9 +49,11 @@ export class ThreadPool {
         this.check();
       });
       worker.on('error', (err) => {
+        this.failed = true;
         if (!this.muted) this.handlers.onError(err);
       });
       worker.on('exit', () => {
+        this.failed = true;
         this.alive[slot] = false;
         if (!this.muted) this.handlers.onError(new Error('a worker thread exited unexpectedly'));
         this.check();
@@ -100,7 +91,8 @@ export class ThreadPool {
         this.check();
       });
       this.muted = true;
-      await Promise.all(this.workers.map((w) => w.terminate().catch(() => undefined)));
+      if (options.finish === true && !this.failed) this.workers.forEach((w) => w.release());
+      else await Promise.all(this.workers.map((w) => w.terminate().catch(() => undefined)));
     })();
     return this.closing;
   }

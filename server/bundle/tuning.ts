@@ -19,4 +19,9 @@ export const bundleTuning = {
   /** Small bundles: worker threads fsyncing files, started once more than `syncWorkersAfterFiles` were written. */
   syncWorkers: 4,
   syncWorkersAfterFiles: 64,
+  /**
+   * How long a codec thread whose job ended stays for the next job of this process (codecThreads.ts); 0 ends it at
+   * once. Idle threads are unref'd: they never keep a process alive.
+   */
+  idleThreadMs: 60_000,
 };

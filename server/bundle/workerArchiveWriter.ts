@@ -6,11 +6,11 @@
 // Why a thread: the compressor's output arrives in freshly allocated buffers (~120 MB for the bench tree), and in
 // the calling thread's large heap every few MB of them cost a full garbage collection; a worker's heap is tiny,
 // so there the same collections are nearly free. Hashing and writing the output also leave the calling thread,
-// which keeps reading and re-hashing sources. Worker code is plain JavaScript (see threadPool.ts for why).
-import type { Worker } from 'node:worker_threads';
+// which keeps reading and re-hashing sources. Worker code is plain JavaScript (see threadPool.ts for why), run on a warm
+// codec thread (codecThreads.ts), reused once the job has reported done and ended otherwise.
 import type { SessionBundleLimits } from '../../protocol/bundle';
 import { checkQuota } from './limits';
-import { startCodecWorker } from './threadPool';
+import { type CodecThread, startCodecWorker } from './codecThreads';
 import type { ArchiveSink } from './archiveWriter';
 import { bundleZstdParams, NODE_TRAILING_EMPTY_FRAME, TRAILER_HOLD_SOURCE } from './zstdFrame';
 
@@ -19,7 +19,6 @@ const SYNC_EVERY = 32 * 1024 * 1024;
 
 const WORKER_SOURCE = `
 'use strict';
-const { parentPort, workerData } = require('node:worker_threads');
 const { createZstdCompress } = require('node:zlib');
 const { createHash } = require('node:crypto');
 const { fdatasync, writeSync } = require('node:fs');
@@ -129,7 +128,7 @@ export interface WorkerArchiveWriterOptions {
 }
 
 export class WorkerArchiveWriter implements ArchiveSink {
-  private readonly worker: Worker;
+  private readonly worker: CodecThread;
   private readonly slots: Buffer[] = [];
   private readonly free: number[] = [];
   private readonly waiters: (() => void)[] = [];
@@ -199,9 +198,11 @@ export class WorkerArchiveWriter implements ArchiveSink {
     await this.stop();
   }
 
+  /** After `done` (everything written and synced: the job runs no more) the thread is reused; otherwise it ends. */
   private async stop(): Promise<void> {
     this.stopped = true;
-    await this.worker.terminate().catch(() => undefined);
+    if (this.result !== undefined) this.worker.release();
+    else await this.worker.terminate().catch(() => undefined);
   }
 
   private onReply(reply: Reply): void {

@@ -23,12 +23,21 @@ export function compileCacheDir(env: NodeJS.ProcessEnv = process.env, home: stri
 export function enableCompileCache(dir: string | undefined = compileCacheDir()): boolean {
   if (dir === undefined || typeof nodeModule.enableCompileCache !== 'function') return false;
   try {
+    if (!privateCacheDir(dir)) return false;
+    const { status } = nodeModule.enableCompileCache(dir);
+    return status === nodeModule.constants.compileCacheStatus.ENABLED || status === nodeModule.constants.compileCacheStatus.ALREADY_ENABLED;
+  } catch {
+    return false;
+  }
+}
+
+/** Whether `dir` (created 0700 if missing) is a real directory of this user that nobody else may write; never throws. */
+export function privateCacheDir(dir: string): boolean {
+  try {
     fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
     const st = fs.lstatSync(dir);
     const uid = process.getuid?.();
-    if (!st.isDirectory() || (uid !== undefined && st.uid !== uid) || (st.mode & 0o077) !== 0) return false;
-    const { status } = nodeModule.enableCompileCache(dir);
-    return status === nodeModule.constants.compileCacheStatus.ENABLED || status === nodeModule.constants.compileCacheStatus.ALREADY_ENABLED;
+    return st.isDirectory() && (uid === undefined || st.uid === uid) && (st.mode & 0o077) === 0;
   } catch {
     return false;
   }

@@ -4,8 +4,6 @@
 // scripts. It finds (or starts) the local gateway daemon through the state file. `cancel`
 // still works when the daemon is gone: it kills from the command's exec record.
 import { randomBytes } from 'node:crypto';
-import fs from 'node:fs/promises';
-import path from 'node:path';
 import type { SessionOperation } from '../../protocol/kruntimes/gateway';
 import { isTerminalPhase, type Run } from '../../protocol/kruntimes/run';
 import type { LocalGatewayClient } from '../gateway/localClient';
@@ -24,6 +22,11 @@ let localClientModule: typeof import('../gateway/localClient.js') | undefined;
 async function localClient(): Promise<typeof import('../gateway/localClient.js')> {
   localClientModule ??= await import('../gateway/localClient.js');
   return localClientModule;
+}
+
+/** No daemon: none in the state file, or (connected without a probe) its port refused the first request. */
+async function gatewayNotRunning(): Promise<Error> {
+  return new (await localClient()).LocalApiError(503, 'the local gateway is not running; start it with `sandbox-sessions gateway --detach`');
 }
 
 /** Every verb of `sandbox`, with its synopsis (the help text); the dispatcher accepts only these. */
@@ -88,10 +91,11 @@ export async function runSandboxCommand(argv: string[], io: CliIo, opts: Sandbox
     if (v === undefined) throw new UsageError(`${verb} needs ${what}`);
     return v;
   };
-  const connect = async (start: boolean): Promise<LocalGatewayClient> => {
-    const [{ ensureGateway, findGateway }, { LocalGatewayClient, LocalApiError }] = await Promise.all([import('../gateway/daemonClient.js'), localClient()]);
-    const handle = start ? await ensureGateway({ stateDir, command: opts.gatewayCommand }) : await findGateway(stateDir);
-    if (!handle) throw new LocalApiError(503, 'the local gateway is not running; start it with `sandbox-sessions gateway --detach`');
+  const connect = async (start: boolean, probe = false): Promise<LocalGatewayClient> => {
+    const [{ ensureGateway, findGateway, findLiveGatewayUnprobed }, { LocalGatewayClient }] = await Promise.all([import('../gateway/daemonClient.js'), localClient()]);
+    // Not probed unless asked: the verb's first request is the probe (a refused connection is "not running", below).
+    const handle = start ? await ensureGateway({ stateDir, command: opts.gatewayCommand }) : probe ? await findGateway(stateDir) : await findLiveGatewayUnprobed(stateDir);
+    if (!handle) throw await gatewayNotRunning();
     return new LocalGatewayClient(handle.url, handle.token, undefined, true); // a short-lived process: node:http
   };
   const c: SandboxVerbContext = { args, io, opts, json, stateDir, ns, out, need, connect };
@@ -99,14 +103,15 @@ export async function runSandboxCommand(argv: string[], io: CliIo, opts: Sandbox
   try {
     if (!Object.hasOwn(VERBS, verb)) throw new UsageError(`unknown sandbox command ${verb}`);
     return await VERB_RUNNERS[verb](c);
-  } catch (err) {
+  } catch (caught) {
+    const err = (await import('../gateway/daemonClient.js')).isConnectionRefused(caught) ? await gatewayNotRunning() : caught;
     const { exitCodeFor } = await import('../errorMapping.js');
     if (err instanceof UsageError) {
       writeLine(io.stderr, `error: ${err.message}\n${USAGE}`);
       return exitCodeFor(err);
     }
-    // A LocalApiError comes only from the client, so only once its module is loaded.
-    const message = localClientModule !== undefined && err instanceof localClientModule.LocalApiError ? `${err.message} (HTTP ${err.status})` : (err as Error).message;
+    const { LocalApiError } = await localClient();
+    const message = err instanceof LocalApiError ? `${err.message} (HTTP ${err.status})` : (err as Error).message;
     writeLine(io.stderr, json ? JSON.stringify({ error: message }) : `error: ${message}`);
     return exitCodeFor(err);
   }
@@ -124,8 +129,12 @@ interface SandboxVerbContext {
   out(text: string, value: unknown): void;
   /** The i-th positional argument, or a usage error naming `what`. */
   need(i: number, what: string): string;
-  /** The daemon's client; `start`: start the daemon when none runs. */
-  connect(start: boolean): Promise<LocalGatewayClient>;
+  /**
+   * The daemon's client; `start`: start the daemon when none runs (after a /healthz probe). Otherwise a live
+   * daemon process is taken without a probe — a refused first request then fails as "not running" — unless
+   * `probe` asks for /healthz first (a verb that must know before it does anything else).
+   */
+  connect(start: boolean, probe?: boolean): Promise<LocalGatewayClient>;
 }
 
 async function createVerb(c: SandboxVerbContext): Promise<number> {
@@ -232,10 +241,10 @@ async function cancelVerb(c: SandboxVerbContext): Promise<number> {
   const { stateDir, ns, out, need, connect } = c;
   const name = need(0, 'a sandbox name');
   const operationId = need(1, 'an operation id');
-  const client = await connect(false).catch(() => undefined);
+  const client = await connect(false, true).catch(() => undefined);
   const result = client
     ? await client.cancel((await localClient()).endpointPathOf(await client.getRun(ns, name)), operationId)
-    : await cancelFromRecord(stateDir, ns, name, operationId);
+    : await (await import('./sandboxCancel.js')).cancelFromRecord(stateDir, ns, name, operationId);
   out(result, { result });
   return 0;
 }
@@ -294,7 +303,7 @@ async function portForwardVerb(c: SandboxVerbContext): Promise<number> {
   const { args, io, opts, json, stateDir, ns, need, connect } = c;
   const name = need(0, 'a sandbox name');
   const spec = parsePortSpec(args.positionals[1]);
-  await connect(false); // no daemon, no Ready sandbox: said in words rather than starting one
+  await connect(false, true); // no daemon, no Ready sandbox: said in words rather than starting one
   const [{ createLogger }, { LocalSandboxProvider }, { LocalPortSubstrate }, { PortForwardService }, { LOCAL_CONTEXT }] = await Promise.all([
     import('../log.js'),
     import('../sandboxes/localProvider.js'),
@@ -362,36 +371,4 @@ async function execLive(client: LocalGatewayClient, endpointPath: string, op: Se
   } finally {
     process.off('SIGINT', onSigint);
   }
-}
-
-/** Cancel without a daemon: find the Run's record on disk and kill the recorded process group. */
-async function cancelFromRecord(stateDir: string, ns: string, name: string, operationId: string): Promise<'cancelled' | 'ended' | 'unknown'> {
-  const [{ RunSchema }, { readJsonRecord }, { ExecRecords, killRecordedGroup, ownerAlive }, { GROUP_EXIT_BOUND_MS, killGroupAndWait }, { CommandLostError }, { LocalApiError }] =
-    await Promise.all([
-      import('../../protocol/kruntimes/run.js'),
-      import('../local/atomicFile.js'),
-      import('../local/execRecord.js'),
-      import('../local/procInfo.js'),
-      import('../local/commandLost.js'),
-      localClient(),
-    ]);
-  const layout = new StateLayout(stateDir);
-  const uids = await fs.readdir(layout.runsDir).catch(() => [] as string[]);
-  for (const uid of uids) {
-    const run = await readJsonRecord(path.join(layout.runsDir, uid, 'run.json'), RunSchema).catch(() => undefined);
-    if (!run || run.metadata.namespace !== ns || run.metadata.name !== name) continue;
-    const rec = await new ExecRecords(layout.execDir(uid)).read(operationId);
-    if (!rec) return 'unknown';
-    if (rec.state !== 'running') return 'ended';
-    if (!rec.kill) throw new LocalApiError(503, `operation ${operationId} runs in a remote sandbox (${rec.backend}); only the running gateway daemon can interrupt it: start it with \`sandbox-sessions gateway --detach\``);
-    if (!killRecordedGroup(rec, 'SIGTERM')) return 'ended';
-    await new Promise((r) => setTimeout(r, 2000));
-    if (!ownerAlive(rec) && killRecordedGroup(rec, 'SIGKILL')) {
-      // Cancelled means nothing of the command is left: answer only once the group is gone.
-      const survivors = await killGroupAndWait(rec.kill.pgid, GROUP_EXIT_BOUND_MS);
-      if (survivors.length > 0) throw new CommandLostError(rec.kill.pgid, survivors, GROUP_EXIT_BOUND_MS);
-    }
-    return 'cancelled';
-  }
-  return 'unknown';
 }

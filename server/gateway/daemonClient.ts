@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import { defaultStateDir, StateLayout } from '../local/stateRoot';
 import type { GatewayApi } from './apiEra';
-import { findHealthyGateway, readGatewayState, stateProcessAlive, type GatewayState } from './stateFile';
+import { findHealthyGateway, findLiveGateway, readGatewayState, stateProcessAlive, type GatewayState } from './stateFile';
 import { SandboxSessionsError } from '../../protocol/errors';
 
 export type GatewayStartErrorCode = 'gateway_start_failed' | 'gateway_start_timeout' | 'gateway_not_running' | 'gateway_api_mismatch';
@@ -46,6 +46,21 @@ function handle(state: GatewayState): GatewayHandle {
 export async function findGateway(stateDir = defaultStateDir()): Promise<GatewayHandle | undefined> {
   const state = await findHealthyGateway(new StateLayout(stateDir).gatewayStateFile);
   return state ? handle(state) : undefined;
+}
+
+/**
+ * The daemon whose process is alive, without the /healthz probe, or undefined (never starts one): for a
+ * short-lived caller whose first request is as good a probe (the `sandbox` CLI, issue 25) — it must take a
+ * refused connection on that request for "not running" (isConnectionRefused).
+ */
+export async function findLiveGatewayUnprobed(stateDir = defaultStateDir()): Promise<GatewayHandle | undefined> {
+  const state = await findLiveGateway(new StateLayout(stateDir).gatewayStateFile);
+  return state ? handle(state) : undefined;
+}
+
+/** Whether `err` is a refused TCP connection: nothing listens where the state file says the daemon does. */
+export function isConnectionRefused(err: unknown): boolean {
+  return typeof err === 'object' && err !== null && (err as NodeJS.ErrnoException).code === 'ECONNREFUSED';
 }
 
 async function tail(file: string, bytes = 2000): Promise<string> {

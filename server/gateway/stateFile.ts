@@ -71,9 +71,14 @@ export function probeHealth(url: string, timeoutMs = 2000): Promise<boolean> {
   });
 }
 
+/** The state of a live daemon process, not probed (its first request will tell), or undefined. */
+export async function findLiveGateway(file: string): Promise<GatewayState | undefined> {
+  const state = await readGatewayState(file);
+  return state && stateProcessAlive(state) ? state : undefined;
+}
+
 /** The state of a live, healthy daemon, or undefined. */
 export async function findHealthyGateway(file: string): Promise<GatewayState | undefined> {
-  const state = await readGatewayState(file);
-  if (!state || !stateProcessAlive(state)) return undefined;
-  return (await probeHealth(state.url)) ? state : undefined;
+  const state = await findLiveGateway(file);
+  return state && (await probeHealth(state.url)) ? state : undefined;
 }

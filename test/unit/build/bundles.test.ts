@@ -18,19 +18,19 @@ interface BuildResult {
   metafile: Metafile;
 }
 interface EsbuildModule {
-  buildAll(options: { outdir: string; metafile: boolean; write: boolean }): Promise<{ extension: BuildResult; server: BuildResult; commands: BuildResult }>;
+  buildAll(options: { outdir: string; metafile: boolean; write: boolean }): Promise<{ extension: BuildResult; server: BuildResult; commands: BuildResult; daemon: BuildResult }>;
 }
 
 const SERVER_ONLY = [/^server\//, /node_modules\/@kubernetes\/client-node\//, /node_modules\/@modelcontextprotocol\//, /node_modules\/pg\//, /node_modules\/@grpc\//, /node_modules\/protobufjs\//];
 /** `ws` (the era-D Session connection, in both bundles) tries these native accelerators in a try/catch and runs without them. */
 const WS_OPTIONAL = new Set(['bufferutil', 'utf-8-validate']);
 /** What only some commands need: the Kubernetes client, pg, gRPC (and protobufjs), and the codec's worker threads. */
-const HEAVY = [/node_modules\/@kubernetes\/client-node\//, /node_modules\/pg\//, /node_modules\/@grpc\//, /node_modules\/protobufjs\//, /^server\/bundle\/threadPool\.ts$/];
+const HEAVY = [/node_modules\/@kubernetes\/client-node\//, /node_modules\/pg\//, /node_modules\/@grpc\//, /node_modules\/protobufjs\//, /^server\/bundle\/(threadPool|codecThreads)\.ts$/];
 const REPO_ROOT = path.resolve(__dirname, '../../..');
 
 describe('build: esbuild bundles', function () {
   this.timeout(60_000);
-  let built: { extension: BuildResult; server: BuildResult; commands: BuildResult };
+  let built: { extension: BuildResult; server: BuildResult; commands: BuildResult; daemon: BuildResult };
   let outdir: string;
 
   before(async () => {
@@ -43,7 +43,7 @@ describe('build: esbuild bundles', function () {
 
   /** The repo-relative inputs bundled into the output file `file` (relative to outdir). */
   function inputsOf(file: string): string[] {
-    const outputs = { ...built.server.metafile.outputs, ...built.commands.metafile.outputs };
+    const outputs = { ...built.server.metafile.outputs, ...built.commands.metafile.outputs, ...built.daemon.metafile.outputs };
     const key = Object.keys(outputs).find((o) => path.resolve(REPO_ROOT, o) === path.join(outdir, file));
     assert.ok(key, `no output ${file} among ${Object.keys(outputs).join(', ')}`);
     return Object.keys(outputs[key]!.inputs);
@@ -69,17 +69,20 @@ describe('build: esbuild bundles', function () {
     assert.ok(Object.keys(built.extension.metafile.inputs).some((i) => /node_modules\/ws\/lib\/websocket\.js$/.test(i)));
   });
 
-  it('bundles the CLI entry point into dist/server.js, whose only other externals are the command bundles it builds', () => {
+  it('bundles the CLI entry point into dist/server.js, which loads only the command bundles it builds (by path, at run time)', () => {
     assert.ok(inputsOf('server.js').includes('server/main.ts'));
+    // A long-lived command's bundle is a plain external require; a short-lived one's goes through a loader
+    // stub, requireCommandBundle of that path (its warm code cache).
     const externals = Object.values(built.server.metafile.outputs)
       .flatMap((o) => o.imports)
       .filter((i) => i.external && !i.path.startsWith('node:') && !isBuiltin(i.path))
       .map((i) => i.path);
-    assert.ok(externals.length >= 7, `command bundles required by server.js: ${externals.join(', ')}`);
-    for (const p of externals) {
-      assert.match(p, /^\.\/cli\/[\w-]+\.js$/);
-      assert.ok(fs.existsSync(path.join(outdir, p)), `server.js requires ${p}, which the build did not write`);
-    }
+    const warm = inputsOf('server.js').flatMap((i) => /^sandbox-sessions-command:(\.\/cli\/[\w-]+\.js)$/.exec(i)?.[1] ?? []);
+    assert.deepEqual([...externals].sort(), ['./cli/gateway.js', './cli/mcpCommand.js', './cli/serverCommand.js']);
+    assert.ok(warm.length >= 5 && warm.includes('./cli/sandbox.js'), `command bundles loaded warm by server.js: ${warm.join(', ')}`);
+    const text = fs.readFileSync(path.join(outdir, 'server.js'), 'utf8');
+    for (const p of warm) assert.ok(text.includes(`.requireCommandBundle(require("node:path").join(__dirname, ${JSON.stringify(p)}))`), `server.js does not load ${p}`);
+    for (const p of [...externals, ...warm]) assert.ok(fs.existsSync(path.join(outdir, p)), `server.js loads ${p}, which the build did not write`);
   });
 
   it('bundles each command with no externals but built-ins', () => {
@@ -91,13 +94,22 @@ describe('build: esbuild bundles', function () {
       .flatMap((o) => o.imports)
       .filter((i) => i.external && !i.path.startsWith('node:') && !isBuiltin(i.path) && !optional.has(i.path));
     assert.deepEqual(externals, []);
+    // The gateway daemon's bundle also requires its on-demand bundles (daemonStartLoad.test.ts), which the build writes.
+    const daemonExternals = new Set(
+      Object.values(built.daemon.metafile.outputs)
+        .flatMap((o) => o.imports)
+        .filter((i) => i.external && !i.path.startsWith('node:') && !isBuiltin(i.path) && !optional.has(i.path))
+        .map((i) => i.path),
+    );
+    assert.deepEqual([...daemonExternals].sort(), ['./gateway-opensandbox.js', './gateway-ws.js']);
+    for (const p of daemonExternals) assert.ok(fs.existsSync(path.join(outdir, 'cli', p)), `the daemon requires ${p}, which the build did not write`);
   });
 
   it('import graph: the dispatcher and the gateway daemon\'s bundle hold no Kubernetes client, pg, gRPC or codec workers; the commands that need them do', () => {
     const heavyIn = (file: string) => inputsOf(file).filter((i) => HEAVY.some((re) => re.test(i)));
     assert.deepEqual(heavyIn('server.js'), []);
     assert.deepEqual(
-      inputsOf('server.js').filter((i) => i.startsWith('server/') && !['server/main.ts', 'server/cli/args.ts', 'server/cli/compileCache.ts', 'server/version.ts'].includes(i)),
+      inputsOf('server.js').filter((i) => i.startsWith('server/') && !['server/main.ts', 'server/cli/args.ts', 'server/cli/compileCache.ts', 'server/cli/warmCodeCache.ts', 'server/version.ts'].includes(i)),
       [],
       'dist/server.js bundles command code: it must only dispatch',
     );
@@ -188,6 +200,9 @@ describe('build: esbuild bundles', function () {
         await evaluated(['sandbox', 'create', '--name', 'probe', '--runtime', 'process', '--state-dir', stateDir]);
         assert.equal((await evaluated(['sandbox', 'exec', 'probe', '--state-dir', stateDir, '--', 'true'])).undici, false, '`sandbox exec` loaded undici');
         assert.equal((await evaluated(['sandbox', 'list', '--state-dir', stateDir])).undici, false, '`sandbox list` loaded undici');
+        // Each short-lived command's bundle left its warm code cache (server/cli/warmCodeCache.ts) for the next call.
+        const warm = fs.readdirSync(path.join(work, 'cache', 'sandbox-sessions', 'compile-cache', 'warm')).map((f) => f.split('-')[0]).sort();
+        assert.deepEqual(warm, ['bundle', 'sandbox']);
       } finally {
         await stopGateway({ stateDir });
       }

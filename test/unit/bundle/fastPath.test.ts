@@ -11,10 +11,11 @@ import { hydrateSessionBundle, inspectSessionBundle, packSessionBundle } from '.
 import { SourceHasher } from '../../../server/bundle/sourceHasher';
 import { scanRoot, sortEntries, type ScanState } from '../../../server/bundle/sourceTree';
 import { writeTar, type PackEntry, type TarSink } from '../../../server/bundle/tarStream';
+import { endIdleCodecThreads } from '../../../server/bundle/codecThreads';
 import { ThreadPool } from '../../../server/bundle/threadPool';
 import { createFixture, fixturePackOptions, GOLDEN, tempDir } from '../../fixtures/bundle/goldenFixture';
 import { listing, rejectsWith } from '../../fixtures/bundle/harness';
-import { NO_THREADS, openDescriptors, THREADS_EVERYWHERE, threadCount, threadCountSettled, tune } from './threadTuning';
+import { NO_THREADS, openDescriptors, THREADS_EVERYWHERE, threadSnapshot, threadsSettled, tune } from './threadTuning';
 
 const LIMITS: SessionBundleLimits = {
   ...CODEC_TEST_LIMITS,
@@ -162,9 +163,11 @@ describe('bundle/fast paths', () => {
     restore = tune(THREADS_EVERYWHERE);
     await packSessionBundle({ ...fixturePackOptions(roots, join(out, 'warm.tar.zst')), limits: LIMITS }); // thread pool warm
     rmSync(join(out, 'warm.tar.zst'));
-    const threads = threadCount();
-    const fds = openDescriptors();
     for (const phase of ['hash', 'write'] as const) {
+      // Idle codec threads hold their event loops' descriptors: counted with none idle, before and after.
+      await endIdleCodecThreads();
+      const fds = openDescriptors();
+      const threads = threadSnapshot();
       let seen = 0;
       await assert.rejects(
         packSessionBundle({
@@ -177,7 +180,10 @@ describe('bundle/fast paths', () => {
         (err: Error) => err.name === 'SessionBundleError',
       );
       assert.deepEqual(listing(out), [], `cancelled in ${phase}: nothing left`);
-      assert.equal(await threadCountSettled(threads), threads, `cancelled in ${phase}: no worker thread left`);
+      const settled = await threadsSettled(threads);
+      assert.equal(settled.leased, 0, `cancelled in ${phase}: no codec thread still in use`);
+      assert.equal(settled.threads, settled.expected, `cancelled in ${phase}: no worker thread left`);
+      await endIdleCodecThreads();
       assert.equal(openDescriptors(), fds, `cancelled in ${phase}: no descriptor left`);
     }
   });
@@ -227,7 +233,9 @@ describe('bundle/fast paths', () => {
     mkdirSync(parent);
     await hydrateSessionBundle({ source: { path: packed.path }, expectedSessionId: GOLDEN.sessionId, destinationRoot: join(parent, 'warm'), limits: LIMITS });
     rmSync(join(parent, 'warm'), { recursive: true });
-    const threads = threadCount();
+    // Idle codec threads hold their event loops' descriptors: counted with none idle, before and after.
+    await endIdleCodecThreads();
+    const threads = threadSnapshot();
     const fds = openDescriptors();
     // Cut the archive: most files are written before the stream turns out to be truncated.
     truncateSync(packed.path, statSync(packed.path).size - 64);
@@ -257,7 +265,10 @@ describe('bundle/fast paths', () => {
       (err: Error) => err.name === 'SessionBundleError',
     );
     assert.deepEqual(listing(parent).filter((n) => !n.endsWith('.lock')), []);
-    assert.equal(await threadCountSettled(threads), threads, 'no worker thread left');
+    const settled = await threadsSettled(threads);
+    assert.equal(settled.leased, 0, 'no codec thread still in use');
+    assert.equal(settled.threads, settled.expected, 'no worker thread left');
+    await endIdleCodecThreads();
     assert.equal(openDescriptors(), fds, 'no descriptor left');
   });
 

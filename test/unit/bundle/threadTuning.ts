@@ -1,5 +1,6 @@
 // Drives the codec's threaded fast paths with small fixtures: every threshold of bundleTuning lowered so worker
 // threads start for any size (the paths change which threads do the work, never the bytes written or accepted).
+import { codecThreadStats } from '../../../server/bundle/codecThreads';
 import { bundleTuning } from '../../../server/bundle/tuning';
 
 export const THREADS_EVERYWHERE = {
@@ -49,6 +50,23 @@ export async function threadCountSettled(expected: number, ms = 2000): Promise<n
   const deadline = Date.now() + ms;
   while (threadCount() !== expected && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
   return threadCount();
+}
+
+/** This process's threads and its idle warm codec threads (codecThreads.ts), before an operation. */
+export function threadSnapshot(): { threads: number; idle: number } {
+  return { threads: threadCount(), idle: codecThreadStats().idle };
+}
+
+/**
+ * After an operation: no codec thread is still leased, and the process has the threads it had before except the idle
+ * codec threads that left (an abandoned job ends its thread) or came back (a finished job returns it): anything more
+ * is a thread left running. Polls until the counts agree or `ms` passed.
+ */
+export async function threadsSettled(before: { threads: number; idle: number }, ms = 2000): Promise<{ leased: number; threads: number; expected: number }> {
+  const expected = (): number => before.threads - before.idle + codecThreadStats().idle;
+  const deadline = Date.now() + ms;
+  while ((threadCount() !== expected() || codecThreadStats().leased !== 0) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  return { leased: codecThreadStats().leased, threads: threadCount(), expected: expected() };
 }
 
 /** Open descriptors of this process (Linux). */

@@ -1,9 +1,12 @@
 // What the gateway daemon loads at start (issue 25: an idle daemon at most 60 MB RSS). A daemon whose sandboxes
 // are process/bubblewrap ones never needs the OpenSandbox SDK (with the undici and openapi-fetch it brings), nor
-// `ws` (which loads Node's tls and https), until an OpenSandbox sandbox or a WebSocket asks for them. Checked on
-// the bundle the daemon runs, built here into a temp dir: its start-up import graph (esbuild's metafile, static
-// imports only), the built-in modules the running daemon has loaded when idle and after its first
-// `operations:ws`, and its source being Latin-1 (V8 keeps it at one byte a character, not two).
+// `ws` (which loads Node's tls and https), until an OpenSandbox sandbox or a WebSocket asks for them: those are
+// bundles of their own (dist/cli/gateway-ws.js, gateway-opensandbox.js), since V8 keeps a loaded script's whole
+// source on the heap. Of zod, the daemon's bundle holds only what our schemas use (no locales but English).
+// Checked on the bundles the daemon runs, built here into a temp dir: what each output holds and its start-up
+// import graph (esbuild's metafile, static imports only), the built-in modules the running daemon has loaded when
+// idle and after its first `operations:ws`, the on-demand OpenSandbox bundle giving what our code imports from the
+// SDK, and the source being Latin-1 (V8 keeps it at one byte a character, not two).
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -16,8 +19,13 @@ import { LocalGatewayClient } from '../../../server/gateway/localClient';
 
 const ROOT = path.resolve(__dirname, '../../..');
 const ENTRY = 'server/cli/gateway.ts';
-/** Loaded only on demand: the OpenSandbox SDK and what it brings, and `ws`. */
-const ON_DEMAND = [/node_modules\/@alibaba-group\/opensandbox\//, /node_modules\/undici\//, /node_modules\/openapi-fetch\//, /node_modules\/ws\//];
+/** Loaded only on demand, each from its own bundle: the OpenSandbox SDK and what it brings, and `ws`. */
+const ON_DEMAND: [RegExp, string][] = [
+  [/node_modules\/@alibaba-group\/opensandbox\//, 'cli/gateway-opensandbox.js'],
+  [/node_modules\/undici\//, 'cli/gateway-opensandbox.js'],
+  [/node_modules\/openapi-fetch\//, 'cli/gateway-opensandbox.js'],
+  [/node_modules\/ws\//, 'cli/gateway-ws.js'],
+];
 
 interface Built {
   outdir: string;
@@ -26,9 +34,16 @@ interface Built {
 
 async function build(): Promise<Built> {
   const outdir = fs.mkdtempSync(path.join(os.tmpdir(), 'daemon-start-load-'));
-  const { buildAll } = (await import(path.join(ROOT, 'esbuild.mjs'))) as { buildAll(o: object): Promise<{ commands: { metafile: Metafile } }> };
-  const { commands } = await buildAll({ outdir, metafile: true });
-  return { outdir, metafile: commands.metafile };
+  const { buildAll } = (await import(path.join(ROOT, 'esbuild.mjs'))) as { buildAll(o: object): Promise<{ daemon: { metafile: Metafile } }> };
+  const { daemon } = await buildAll({ outdir, metafile: true });
+  return { outdir, metafile: daemon.metafile };
+}
+
+/** The inputs bundled into the output `file` (relative to the output directory). */
+function inputsOf(built: Built, file: string): string[] {
+  const key = Object.keys(built.metafile.outputs).find((o) => path.resolve(ROOT, o) === path.join(built.outdir, file));
+  assert.ok(key, `no output ${file}`);
+  return Object.keys(built.metafile.outputs[key]!.inputs);
 }
 
 /** The inputs of the bundle reachable from `entry` through `import` statements and `require` calls (not `import()`). */
@@ -67,14 +82,37 @@ describe('gateway daemon: what it loads at start', function () {
 
   after(() => fs.rmSync(built.outdir, { recursive: true, force: true }));
 
-  it('its bundle imports the OpenSandbox SDK, undici, openapi-fetch and ws only on demand', () => {
-    const all = Object.keys(built.metafile.inputs);
+  it('its bundle holds neither the OpenSandbox SDK, undici, openapi-fetch nor ws: their own bundles do, required on demand', () => {
+    const daemon = inputsOf(built, 'cli/gateway.js');
     const atStart = [...loadedAtStart(built.metafile, ENTRY)];
     assert.ok(atStart.includes('server/local/localRuntime.ts') && atStart.includes('server/sandboxes/opensandbox/opensandboxBackend.ts'), 'the walk follows static imports');
-    for (const re of ON_DEMAND) {
-      assert.ok(all.some((i) => re.test(i)), `${re} is in the bundle (for when it is needed)`);
+    for (const [re, bundle] of ON_DEMAND) {
+      assert.ok(inputsOf(built, bundle).some((i) => re.test(i)), `${re} is in ${bundle} (for when it is needed)`);
+      assert.deepEqual(daemon.filter((i) => re.test(i)), [], `${re} is in the daemon's own bundle`);
       assert.deepEqual(atStart.filter((i) => re.test(i)), [], `${re} is imported at start`);
     }
+    const source = fs.readFileSync(path.join(built.outdir, 'cli/gateway.js'), 'utf8');
+    const required = [...source.matchAll(/\brequire\("(\.\/[^"]+)"\)/g)].map((m) => m[1]);
+    assert.deepEqual([...new Set(required)].sort(), ['./gateway-opensandbox.js', './gateway-ws.js'], 'the daemon requires its on-demand bundles, and nothing else of dist/');
+  });
+
+  it('of zod, its bundle holds what our schemas use: English messages only, no JSON Schema import', () => {
+    const zod = inputsOf(built, 'cli/gateway.js').filter((i) => i.includes('node_modules/zod/'));
+    assert.ok(zod.includes('node_modules/zod/v4/classic/schemas.js'), 'zod is in the bundle');
+    assert.deepEqual(zod.filter((i) => /\/locales\/(?!en\.js$|index\.js$)/.test(i) || i.endsWith('/from-json-schema.js')), []);
+  });
+
+  it('its on-demand OpenSandbox bundle gives what our code imports from the SDK', () => {
+    // The values (not types) our modules import from the SDK, as written in their import statements.
+    const imported = new Set<string>();
+    for (const file of Object.keys(built.metafile.inputs).filter((i) => i.startsWith('server/'))) {
+      for (const m of fs.readFileSync(path.join(ROOT, file), 'utf8').matchAll(/^import \{([^}]*)\} from '@alibaba-group\/opensandbox';$/gm)) {
+        for (const name of m[1]!.split(',').map((n) => n.trim())) if (name && !name.startsWith('type ')) imported.add(name);
+      }
+    }
+    assert.ok(imported.has('SandboxManager'), `found the SDK's imports: ${[...imported].join(', ')}`);
+    const sdk = require(path.join(built.outdir, 'cli/gateway-opensandbox.js')) as Record<string, unknown>; // eslint-disable-line @typescript-eslint/no-require-imports
+    assert.deepEqual([...imported].filter((name) => typeof sdk[name] !== 'function'), []);
   });
 
   it('a running daemon has not loaded tls when idle; its first operations:ws loads ws and works', async () => {
