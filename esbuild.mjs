@@ -142,6 +142,7 @@ export function buildOptions(options = {}) {
       entryPoints: Object.fromEntries(modules.filter((m) => m !== 'gateway').map((m) => [`cli/${m}`, path.join(root, 'server/cli', `${m}.ts`)])),
       outdir,
       target: 'node22',
+      plugins: [zodNamespaceImport()],
     },
     // The gateway command (the daemon) and the bundles it loads on demand.
     daemon: {
