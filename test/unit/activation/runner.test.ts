@@ -14,6 +14,7 @@ import { materializeSessionCheckpointV1 } from '../../../server/repository/check
 import { DEFAULT_PEOPLE_LIMITS } from '../../../protocol/bundle';
 import { type ActivationWorld, createActivationWorld, message } from '../../fixtures/activation/harness';
 import { clockPast } from '../../fixtures/clock';
+import { until } from '../../fixtures/waits';
 
 async function checkoutTree(world: ActivationWorld, sessionId: string, revision?: string): Promise<string> {
   const rev = revision ? await world.repo.checkoutExact({ sessionId, revision }) : await world.repo.checkoutCurrent(sessionId);
@@ -92,18 +93,33 @@ describe('activation runner (real local gateway, fresh sandboxes)', function () 
     const runner = world.runner();
     assert.equal((await runner.run(message('overlap', 'o1', 'first'))).commit, 'committed');
     const provider = world.provider;
+    const repo = world.repo;
     const deleteSandbox = provider.delete.bind(provider);
+    const commit = repo.commit.bind(repo);
     let calledBeforeCommit: boolean | undefined;
     let deletedAfterCommit = false;
-    // Deleting waits until r2 is committed: the commit must go on meanwhile (it would wait forever if it came only
-    // after the deletion), and the run must still wait for the deletion before it returns.
-    provider.delete = async (ref) => {
-      for (;;) {
-        const head = await world.repo.checkoutCurrent('overlap');
-        calledBeforeCommit ??= head.ref.revision === 'r1';
-        if (head.ref.revision === 'r2') break;
-        await new Promise((resolve) => setTimeout(resolve, 20)); // polling the repository for the commit
+    let deletionStarted!: () => void;
+    const deletionStart = new Promise<void>((resolve) => (deletionStarted = resolve));
+    // Each side waits for the other, so the two can only finish if they overlap: the commit of r2 is held until the
+    // deletion has started (a runner that deleted only after committing would fail here), and the deletion waits
+    // until r2 is committed (one that committed only after deleting would never get there); the run must still
+    // wait for the deletion before it returns.
+    repo.commit = async (input) => {
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error('the commit waited 30 s for the deletion to start: they do not overlap')), 30_000);
+      });
+      try {
+        await Promise.race([deletionStart, late]);
+      } finally {
+        clearTimeout(timer);
       }
+      return commit(input);
+    };
+    provider.delete = async (ref) => {
+      calledBeforeCommit = (await repo.checkoutCurrent('overlap')).ref.revision === 'r1';
+      deletionStarted();
+      await until('r2 is committed while the sandbox is being deleted', async () => (await repo.checkoutCurrent('overlap')).ref.revision === 'r2', 30_000);
       deletedAfterCommit = true;
       return deleteSandbox(ref);
     };
@@ -114,6 +130,7 @@ describe('activation runner (real local gateway, fresh sandboxes)', function () 
       assert.equal(second.revision, 'r2');
     } finally {
       provider.delete = deleteSandbox;
+      repo.commit = commit;
     }
     assert.equal(calledBeforeCommit, true, 'the deletion started before the commit was in (they overlap)');
     assert.ok(deletedAfterCommit);
