@@ -5,7 +5,7 @@
 // typed and checked as kruntimes checks it).
 import * as vscode from 'vscode';
 import { z } from 'zod';
-import { RunSpecSchema } from '../../protocol/kruntimes/run';
+import { RunRuntimeNameSchema } from '../../protocol/kruntimes/run';
 import { ProviderKindSchema, type ProviderInfo, type ProviderKind } from '../../protocol/sandboxes';
 import { OPENSANDBOX_RUNTIME, SET_OPENSANDBOX_KEY_COMMAND } from './openSandboxCommands';
 import { machineSettingLink } from './settingLink';
@@ -47,7 +47,7 @@ export function namespaceProblem(value: string): string | undefined {
 
 /** Why `value` cannot name a kruntimes Runtime (the Run CRD's own rule), or undefined. */
 export function runtimeProblem(value: string): string | undefined {
-  const parsed = RunSpecSchema.shape.runtime.safeParse(value);
+  const parsed = RunRuntimeNameSchema.safeParse(value);
   if (parsed.success) return undefined;
   return `"${value}" is not a Runtime name: 1–63 letters, digits, "-", "_" or ".", starting and ending with a letter or digit.`;
 }

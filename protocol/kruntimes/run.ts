@@ -5,23 +5,29 @@ import { z } from 'zod';
 import { Sha256DigestSchema } from '../digest';
 import { SandboxSessionsError } from '../errors';
 
+// The schemas are wrapped in z.lazy and built on first parse, as in gateway.ts (issue 25: zod 4 binds
+// every method to every schema instance, which cost the CLI and the daemon start time and heap for
+// schemas most processes never use).
+
 export const RUN_API_VERSION = 'kruntimes.io/v1alpha1';
 export const RUN_KIND = 'Run';
 export const RUN_GROUP = 'kruntimes.io';
 export const RUN_VERSION = 'v1alpha1';
 export const RUN_PLURAL = 'runs';
 
-export const RunPhaseSchema = z.enum([
-  'Pending',
-  'Scheduled',
-  'Running',
-  'Ready',
-  'Finalizing',
-  'Succeeded',
-  'Failed',
-  'Timeout',
-  'Cancelled',
-]);
+export const RunPhaseSchema = z.lazy(() =>
+  z.enum([
+    'Pending',
+    'Scheduled',
+    'Running',
+    'Ready',
+    'Finalizing',
+    'Succeeded',
+    'Failed',
+    'Timeout',
+    'Cancelled',
+  ]),
+);
 export type RunPhase = z.infer<typeof RunPhaseSchema>;
 
 export const TERMINAL_PHASES: ReadonlySet<RunPhase> = new Set(['Succeeded', 'Failed', 'Timeout', 'Cancelled']);
@@ -30,24 +36,26 @@ export function isTerminalPhase(phase: RunPhase | undefined): boolean {
 }
 
 /** Reasons kruntimes writes on Runs (internal/retry/retry.go plus the session reasons). */
-export const RunReasonSchema = z.enum([
-  'Assigned',
-  'Claimed',
-  'SessionRegistered',
-  'Finalizing',
-  'SessionCompleted',
-  'Timeout',
-  'PrepareSource',
-  'RuntimeExecute',
-  'SessionRegister',
-  'RuntimeError',
-  'ExecutionLost',
-  'Cancelled',
-  'PodGone',
-  'PodTerminating',
-  'PodUnhealthy',
-  'ArtifactInvalid',
-]);
+export const RunReasonSchema = z.lazy(() =>
+  z.enum([
+    'Assigned',
+    'Claimed',
+    'SessionRegistered',
+    'Finalizing',
+    'SessionCompleted',
+    'Timeout',
+    'PrepareSource',
+    'RuntimeExecute',
+    'SessionRegister',
+    'RuntimeError',
+    'ExecutionLost',
+    'Cancelled',
+    'PodGone',
+    'PodTerminating',
+    'PodUnhealthy',
+    'ArtifactInvalid',
+  ]),
+);
 export type RunReason = z.infer<typeof RunReasonSchema>;
 
 /** Status messages kruntimes uses for session Runs (spec §1.4). */
@@ -62,128 +70,159 @@ export const RunMessages = {
   timeoutAfter: (duration: string) => `timeout after ${duration}`,
 } as const;
 
-export const TerminationModeSchema = z.enum(['Immediate', 'Drain']);
+export const TerminationModeSchema = z.lazy(() => z.enum(['Immediate', 'Drain']));
 export type TerminationMode = z.infer<typeof TerminationModeSchema>;
 
-const int32 = z.number().int().min(-2147483648).max(2147483647);
+const int32 = () => z.number().int().min(-2147483648).max(2147483647);
 
 /** A Go metav1.Duration string such as "90s", "2m", "1h30m", "500ms". */
-export const GoDurationSchema = z.string().refine((s) => parseGoDuration(s) !== undefined, {
-  message: 'must be a Go duration such as "30s", "2m" or "1h30m"',
-});
+export const GoDurationSchema = z.lazy(() =>
+  z.string().refine((s) => parseGoDuration(s) !== undefined, {
+    message: 'must be a Go duration such as "30s", "2m" or "1h30m"',
+  }),
+);
 
-export const SessionModeSchema = z.looseObject({
-  idleTimeoutSeconds: int32.min(1).optional(),
-  leaseTimeoutSeconds: int32.min(1).optional(),
-  queueSize: z.number().int().min(1).max(32).optional(),
-  operationTimeout: GoDurationSchema.optional(),
-});
+export const SessionModeSchema = z.lazy(() =>
+  z.looseObject({
+    idleTimeoutSeconds: int32().min(1).optional(),
+    leaseTimeoutSeconds: int32().min(1).optional(),
+    queueSize: z.number().int().min(1).max(32).optional(),
+    operationTimeout: GoDurationSchema.optional(),
+  }),
+);
 export type SessionMode = z.infer<typeof SessionModeSchema>;
 
-export const RunModeSchema = z.looseObject({
-  session: SessionModeSchema.optional(),
-  task: z.record(z.string(), z.unknown()).optional(),
-  function: z.record(z.string(), z.unknown()).optional(),
-});
+export const RunModeSchema = z.lazy(() =>
+  z.looseObject({
+    session: SessionModeSchema.optional(),
+    task: z.record(z.string(), z.unknown()).optional(),
+    function: z.record(z.string(), z.unknown()).optional(),
+  }),
+);
 
-export const EnvVarSchema = z.looseObject({
-  name: z.string().min(1),
-  value: z.string().optional(),
-  valueFrom: z.unknown().optional(),
-});
+export const EnvVarSchema = z.lazy(() =>
+  z.looseObject({
+    name: z.string().min(1),
+    value: z.string().optional(),
+    valueFrom: z.unknown().optional(),
+  }),
+);
 export type EnvVar = z.infer<typeof EnvVarSchema>;
 
-export const ArtifactLocationSchema = z.union([
-  z.strictObject({ filesystem: z.looseObject({ path: z.string(), volumeClaimName: z.string().optional() }) }),
-  z.strictObject({ s3: z.looseObject({ bucket: z.string(), key: z.string() }) }),
-]);
+export const ArtifactLocationSchema = z.lazy(() =>
+  z.union([
+    z.strictObject({ filesystem: z.looseObject({ path: z.string(), volumeClaimName: z.string().optional() }) }),
+    z.strictObject({ s3: z.looseObject({ bucket: z.string(), key: z.string() }) }),
+  ]),
+);
 
 
-export const ArtifactRefSchema = z.looseObject({
-  name: z.string().min(1).max(255),
-  driver: z.enum(['filesystem', 's3']),
-  type: z.enum(['file', 'directory', 'archive', 'blob']),
-  location: ArtifactLocationSchema,
-  sizeBytes: z.number().int().min(0),
-  digest: Sha256DigestSchema,
-  contentType: z.string().optional(),
-  createdAt: z.string().optional(),
-});
+export const ArtifactRefSchema = z.lazy(() =>
+  z.looseObject({
+    name: z.string().min(1).max(255),
+    driver: z.enum(['filesystem', 's3']),
+    type: z.enum(['file', 'directory', 'archive', 'blob']),
+    location: ArtifactLocationSchema,
+    sizeBytes: z.number().int().min(0),
+    digest: Sha256DigestSchema,
+    contentType: z.string().optional(),
+    createdAt: z.string().optional(),
+  }),
+);
 export type ArtifactRef = z.infer<typeof ArtifactRefSchema>;
 
-export const RunSourceSchema = z.looseObject({
-  inline: z.string().optional(),
-  repoURL: z.string().optional(),
-  commitSHA: z.string().optional(),
-});
+export const RunSourceSchema = z.lazy(() =>
+  z.looseObject({
+    inline: z.string().optional(),
+    repoURL: z.string().optional(),
+    commitSHA: z.string().optional(),
+  }),
+);
 
-export const RunSpecSchema = z.looseObject({
-  runtime: z
+/** spec.runtime: a Runtime name (the Run CRD's own rule). */
+export const RunRuntimeNameSchema = z.lazy(() =>
+  z
     .string()
     .min(1)
     .max(63)
     .regex(/^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$/, 'must be a Runtime name (1-63 characters)'),
-  mode: RunModeSchema,
-  env: z.array(EnvVarSchema).max(256).optional(),
-  timeout: GoDurationSchema.optional(),
-  source: RunSourceSchema.optional(),
-  artifactInputs: z.array(z.looseObject({ ref: ArtifactRefSchema, path: z.string() })).max(32).optional(),
-  termination: z.looseObject({ mode: TerminationModeSchema }).optional(),
-  ttlSecondsAfterFinished: int32.min(0).optional(),
-});
+);
+
+export const RunSpecSchema = z.lazy(() =>
+  z.looseObject({
+    runtime: RunRuntimeNameSchema,
+    mode: RunModeSchema,
+    env: z.array(EnvVarSchema).max(256).optional(),
+    timeout: GoDurationSchema.optional(),
+    source: RunSourceSchema.optional(),
+    artifactInputs: z.array(z.looseObject({ ref: ArtifactRefSchema, path: z.string() })).max(32).optional(),
+    termination: z.looseObject({ mode: TerminationModeSchema }).optional(),
+    ttlSecondsAfterFinished: int32().min(0).optional(),
+  }),
+);
 export type RunSpec = z.infer<typeof RunSpecSchema>;
 
-export const RunEndpointSchema = z.looseObject({
-  protocol: z.enum(['HTTP', 'HTTPS']).optional(),
-  url: z.string().max(2048),
-  /** base64 of a PEM CA bundle (Go []byte in JSON). */
-  caBundle: z.string().optional(),
-});
+export const RunEndpointSchema = z.lazy(() =>
+  z.looseObject({
+    protocol: z.enum(['HTTP', 'HTTPS']).optional(),
+    url: z.string().max(2048),
+    /** base64 of a PEM CA bundle (Go []byte in JSON). */
+    caBundle: z.string().optional(),
+  }),
+);
 export type RunEndpoint = z.infer<typeof RunEndpointSchema>;
 
-export const ConditionSchema = z.looseObject({
-  type: z.string(),
-  status: z.enum(['True', 'False', 'Unknown']),
-  reason: z.string().optional(),
-  message: z.string().optional(),
-  lastTransitionTime: z.string().optional(),
-});
+export const ConditionSchema = z.lazy(() =>
+  z.looseObject({
+    type: z.string(),
+    status: z.enum(['True', 'False', 'Unknown']),
+    reason: z.string().optional(),
+    message: z.string().optional(),
+    lastTransitionTime: z.string().optional(),
+  }),
+);
 export type Condition = z.infer<typeof ConditionSchema>;
 
-export const RunStatusSchema = z.looseObject({
-  phase: RunPhaseSchema.optional(),
-  message: z.string().max(4096).optional(),
-  assignedPod: z.string().optional(),
-  assignedPodUID: z.string().optional(),
-  endpoint: RunEndpointSchema.optional(),
-  startTime: z.string().optional(),
-  completionTime: z.string().optional(),
-  attempt: z.number().int().optional(),
-  artifactRefs: z.array(ArtifactRefSchema).max(32).optional(),
-  artifactStore: z.record(z.string(), z.unknown()).optional(),
-  conditions: z.array(ConditionSchema).max(16).optional(),
-});
+export const RunStatusSchema = z.lazy(() =>
+  z.looseObject({
+    phase: RunPhaseSchema.optional(),
+    message: z.string().max(4096).optional(),
+    assignedPod: z.string().optional(),
+    assignedPodUID: z.string().optional(),
+    endpoint: RunEndpointSchema.optional(),
+    startTime: z.string().optional(),
+    completionTime: z.string().optional(),
+    attempt: z.number().int().optional(),
+    artifactRefs: z.array(ArtifactRefSchema).max(32).optional(),
+    artifactStore: z.record(z.string(), z.unknown()).optional(),
+    conditions: z.array(ConditionSchema).max(16).optional(),
+  }),
+);
 export type RunStatus = z.infer<typeof RunStatusSchema>;
 
-export const ObjectMetaSchema = z.looseObject({
-  name: z.string().optional(),
-  generateName: z.string().optional(),
-  namespace: z.string().optional(),
-  uid: z.string().optional(),
-  resourceVersion: z.string().optional(),
-  creationTimestamp: z.string().optional(),
-  labels: z.record(z.string(), z.string()).optional(),
-  annotations: z.record(z.string(), z.string()).optional(),
-  finalizers: z.array(z.string()).optional(),
-});
+export const ObjectMetaSchema = z.lazy(() =>
+  z.looseObject({
+    name: z.string().optional(),
+    generateName: z.string().optional(),
+    namespace: z.string().optional(),
+    uid: z.string().optional(),
+    resourceVersion: z.string().optional(),
+    creationTimestamp: z.string().optional(),
+    labels: z.record(z.string(), z.string()).optional(),
+    annotations: z.record(z.string(), z.string()).optional(),
+    finalizers: z.array(z.string()).optional(),
+  }),
+);
 
-export const RunSchema = z.looseObject({
-  apiVersion: z.literal(RUN_API_VERSION),
-  kind: z.literal(RUN_KIND),
-  metadata: ObjectMetaSchema,
-  spec: RunSpecSchema,
-  status: RunStatusSchema.optional(),
-});
+export const RunSchema = z.lazy(() =>
+  z.looseObject({
+    apiVersion: z.literal(RUN_API_VERSION),
+    kind: z.literal(RUN_KIND),
+    metadata: ObjectMetaSchema,
+    spec: RunSpecSchema,
+    status: RunStatusSchema.optional(),
+  }),
+);
 export type Run = z.infer<typeof RunSchema>;
 
 /** The only termination requests a Run may carry after `from` (CEL transition rule on spec). */

@@ -10,42 +10,52 @@
 // may be absent. The audit line never carries command text, stdin or file contents.
 import { z } from 'zod';
 
+// Schemas are wrapped in z.lazy, built on first parse (issue 25: zod 4 binds every method to every schema
+// instance, a cost at start for the CLI and the daemon); RunLogQueryFields stays eager, callers extend it.
+
 export const SESSION_OPERATION_COMPLETED = 'session operation completed';
 
-export const AuditOperationSchema = z.enum(['command', 'write_file', 'create_directory', 'delete_file', 'rename_file', 'unknown']);
+export const AuditOperationSchema = z.lazy(() =>
+  z.enum(['command', 'write_file', 'create_directory', 'delete_file', 'rename_file', 'unknown']),
+);
 export type AuditOperation = z.infer<typeof AuditOperationSchema>;
 
-export const AuditOutcomeSchema = z.enum(['succeeded', 'failed', 'cancelled', 'timed_out']);
+export const AuditOutcomeSchema = z.lazy(() => z.enum(['succeeded', 'failed', 'cancelled', 'timed_out']));
 export type AuditOutcome = z.infer<typeof AuditOutcomeSchema>;
 
-export const RuntimedLogStreamSchema = z.enum(['stdout', 'stderr', 'audit']);
+export const RuntimedLogStreamSchema = z.lazy(() => z.enum(['stdout', 'stderr', 'audit']));
 
 /** One runtimed log line (looseObject: runtimed's other lines, e.g. function invocations, carry more). */
-export const RuntimedLogLineSchema = z.looseObject({
-  run_uid: z.string(),
-  assigned_pod_uid: z.string().optional(),
-  run_name: z.string(),
-  namespace: z.string(),
-  runtime: z.string(),
-  pod: z.string(),
-  stream: z.string(),
-  message: z.string(),
-  operation: z.string().optional(),
-  outcome: z.string().optional(),
-  status_code: z.string().optional(),
-  exit_code: z.number().int().optional(),
-  timed_out: z.boolean().optional(),
-  duration_milliseconds: z.number().int().optional(),
-});
+function runtimedLogLineObject() {
+  return z.looseObject({
+    run_uid: z.string(),
+    assigned_pod_uid: z.string().optional(),
+    run_name: z.string(),
+    namespace: z.string(),
+    runtime: z.string(),
+    pod: z.string(),
+    stream: z.string(),
+    message: z.string(),
+    operation: z.string().optional(),
+    outcome: z.string().optional(),
+    status_code: z.string().optional(),
+    exit_code: z.number().int().optional(),
+    timed_out: z.boolean().optional(),
+    duration_milliseconds: z.number().int().optional(),
+  });
+}
+export const RuntimedLogLineSchema = z.lazy(runtimedLogLineObject);
 export type RuntimedLogLine = z.infer<typeof RuntimedLogLineSchema>;
 
 /** An audit line, narrowed: what the Operations view and the CLI show. */
-export const SessionAuditLineSchema = RuntimedLogLineSchema.extend({
-  stream: z.literal('audit'),
-  message: z.literal(SESSION_OPERATION_COMPLETED),
-  operation: AuditOperationSchema,
-  outcome: AuditOutcomeSchema,
-});
+export const SessionAuditLineSchema = z.lazy(() =>
+  runtimedLogLineObject().extend({
+    stream: z.literal('audit'),
+    message: z.literal(SESSION_OPERATION_COMPLETED),
+    operation: AuditOperationSchema,
+    outcome: AuditOutcomeSchema,
+  }),
+);
 export type SessionAuditLine = z.infer<typeof SessionAuditLineSchema>;
 
 /** `<RFC3339Nano> <content>`, as `kubectl logs --timestamps` prints a line. */
@@ -75,7 +85,9 @@ export function sinceExclusive(q: { sinceTime?: string | undefined; sinceSeconds
 }
 export const SINCE_EXCLUSIVE_MESSAGE = 'at most one of sinceTime or sinceSeconds may be specified';
 
-export const RunLogQuerySchema = RunLogQueryFields.refine(sinceExclusive, { message: SINCE_EXCLUSIVE_MESSAGE, path: ['sinceSeconds'] });
+export const RunLogQuerySchema = z.lazy(() =>
+  RunLogQueryFields.refine(sinceExclusive, { message: SINCE_EXCLUSIVE_MESSAGE, path: ['sinceSeconds'] }),
+);
 export type RunLogQuery = z.infer<typeof RunLogQuerySchema>;
 
 /** The query string of `GET …/runs/{name}/log` for a query (Kubernetes' parameter names). */

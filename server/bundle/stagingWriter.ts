@@ -177,7 +177,7 @@ export class StagingWriter implements ReadHandlers {
   }
 
   onArchiveReader(reader: ArchiveReaderWorker): void {
-    const writers = Math.max(1, bundleTuning.fileWriters);
+    const writers = Math.max(1, this.durable ? bundleTuning.fileWriters : bundleTuning.fileWritersNotDurable);
     const remote: Remote = {
       reader,
       ops: Array.from({ length: writers }, () => []),

@@ -10,9 +10,12 @@ import { readBody, sendError } from './httpBodies';
 export const SECRETS_PATH = '/local/v1/secrets';
 const MAX_BODY_BYTES = 256 * 1024;
 
-const SecretsBodySchema = z.strictObject({
-  values: z.record(z.string().regex(/^[A-Z][A-Z0-9_]{0,63}$/), z.string().min(1).max(16_384).nullable()),
-});
+/** Built on first parse (z.lazy): a zod schema costs start time and heap (issue 25). */
+const SecretsBodySchema = z.lazy(() =>
+  z.strictObject({
+    values: z.record(z.string().regex(/^[A-Z][A-Z0-9_]{0,63}$/), z.string().min(1).max(16_384).nullable()),
+  }),
+);
 
 export async function serveSecrets(req: IncomingMessage, res: ServerResponse, auth: BearerAuth): Promise<void> {
   const checked = auth.check(req.headers);

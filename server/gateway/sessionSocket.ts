@@ -107,12 +107,14 @@ export function rejectUpgrade(socket: Duplex, status: number, message: string, h
  * string field is the empty string; `operation` is raw JSON, so any value, even null, is
  * "present"), then the per-type rules of spec §10.4.
  */
-const RawClientFrameSchema = z.strictObject({
-  type: z.string().nullish(),
-  idempotencyKey: z.string().nullish(),
-  operation: z.unknown().optional(),
-  operationID: z.string().nullish(),
-});
+const RawClientFrameSchema = z.lazy(() =>
+  z.strictObject({
+    type: z.string().nullish(),
+    idempotencyKey: z.string().nullish(),
+    operation: z.unknown().optional(),
+    operationID: z.string().nullish(),
+  }),
+);
 type ClientFrame =
   | { type: 'send'; idempotencyKey: string; operation: unknown }
   | { type: 'cancel'; operationID: string }

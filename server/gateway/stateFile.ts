@@ -9,19 +9,22 @@ import { readJsonRecord, writeJsonAtomic } from '../local/atomicFile';
 import { bootId, isSameProcessAlive, processStartTime } from '../platform/processIdentity';
 import { GatewayApiSchema } from './apiEra';
 
-export const GatewayStateSchema = z.strictObject({
-  version: z.literal(1),
-  pid: z.number().int().positive(),
-  /** Process start time in clock ticks since boot (/proc/<pid>/stat field 22). */
-  startTime: z.string(),
-  bootId: z.string(),
-  startedAt: z.string(),
-  host: z.string(),
-  port: z.number().int().min(1).max(65535),
-  url: z.string(),
-  token: z.string().min(16),
-  api: GatewayApiSchema.default('era-c'),
-});
+/** Built on first parse (z.lazy): a zod schema costs start time and heap (issue 25). */
+export const GatewayStateSchema = z.lazy(() =>
+  z.strictObject({
+    version: z.literal(1),
+    pid: z.number().int().positive(),
+    /** Process start time in clock ticks since boot (/proc/<pid>/stat field 22). */
+    startTime: z.string(),
+    bootId: z.string(),
+    startedAt: z.string(),
+    host: z.string(),
+    port: z.number().int().min(1).max(65535),
+    url: z.string(),
+    token: z.string().min(16),
+    api: GatewayApiSchema.default('era-c'),
+  }),
+);
 export type GatewayState = z.infer<typeof GatewayStateSchema>;
 
 export async function writeGatewayState(file: string, state: Omit<GatewayState, 'version' | 'pid' | 'startTime' | 'bootId' | 'startedAt'>): Promise<GatewayState> {

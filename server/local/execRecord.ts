@@ -10,28 +10,33 @@ import { readJsonRecord, writeJsonAtomic } from './atomicFile';
 import { HAS_PROC, bootId, isSameProcessAlive, processStartTime } from '../platform/processIdentity';
 import { processGroupMembers, signalGroup } from './procInfo';
 
-export const ExecOutcomeSchema = z.enum(['succeeded', 'failed', 'timed_out', 'cancelled', 'lost']);
+// The schemas are built on first parse (z.lazy): zod 4 binds every method to every schema instance, a cost
+// at the start of the daemon and the CLI (issue 25).
+
+export const ExecOutcomeSchema = z.lazy(() => z.enum(['succeeded', 'failed', 'timed_out', 'cancelled', 'lost']));
 export type ExecOutcome = z.infer<typeof ExecOutcomeSchema>;
 
-export const ExecRecordSchema = z.strictObject({
-  version: z.literal(1),
-  operationId: z.string(),
-  runUid: z.string(),
-  backend: z.string(),
-  /** The first 200 characters of the command, for people reading records. */
-  summary: z.string(),
-  owner: z.strictObject({ pid: z.number().int(), startTime: z.string(), bootId: z.string() }),
-  /** How to kill a host command: signal this process group (the leader's identity guards pid reuse). */
-  kill: z.strictObject({ pgid: z.number().int(), leaderStartTime: z.string() }).optional(),
-  /** How to stop a command of a remote workspace (an OpenSandbox sandbox): interrupt it by its id there. */
-  remote: z.strictObject({ sandboxId: z.string(), commandId: z.string() }).optional(),
-  state: z.enum(['running', 'ended', 'lost']),
-  outcome: ExecOutcomeSchema.optional(),
-  exitCode: z.number().int().optional(),
-  message: z.string().optional(),
-  startedAt: z.string(),
-  endedAt: z.string().optional(),
-});
+export const ExecRecordSchema = z.lazy(() =>
+  z.strictObject({
+    version: z.literal(1),
+    operationId: z.string(),
+    runUid: z.string(),
+    backend: z.string(),
+    /** The first 200 characters of the command, for people reading records. */
+    summary: z.string(),
+    owner: z.strictObject({ pid: z.number().int(), startTime: z.string(), bootId: z.string() }),
+    /** How to kill a host command: signal this process group (the leader's identity guards pid reuse). */
+    kill: z.strictObject({ pgid: z.number().int(), leaderStartTime: z.string() }).optional(),
+    /** How to stop a command of a remote workspace (an OpenSandbox sandbox): interrupt it by its id there. */
+    remote: z.strictObject({ sandboxId: z.string(), commandId: z.string() }).optional(),
+    state: z.enum(['running', 'ended', 'lost']),
+    outcome: ExecOutcomeSchema.optional(),
+    exitCode: z.number().int().optional(),
+    message: z.string().optional(),
+    startedAt: z.string(),
+    endedAt: z.string().optional(),
+  }),
+);
 export type ExecRecord = z.infer<typeof ExecRecordSchema>;
 
 export const MAX_ENDED_RECORDS = 200;

@@ -11,12 +11,15 @@ import { resolveTarget, type OpenSandboxTarget } from './connectionTarget';
 
 export const CONNECTION_FILE = 'opensandbox.json';
 
-const ConnectionFileSchema = z.strictObject({
-  version: z.literal(1),
-  domain: z.string().min(1),
-  apiKey: z.string().min(1).optional(),
-  useServerProxy: z.boolean().optional(),
-});
+/** Built on first parse (z.lazy): a zod schema costs start time and heap (issue 25). */
+const ConnectionFileSchema = z.lazy(() =>
+  z.strictObject({
+    version: z.literal(1),
+    domain: z.string().min(1),
+    apiKey: z.string().min(1).optional(),
+    useServerProxy: z.boolean().optional(),
+  }),
+);
 export type OpenSandboxConnectionFile = z.infer<typeof ConnectionFileSchema>;
 
 export function connectionFilePath(stateDir: string): string {

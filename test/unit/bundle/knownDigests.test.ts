@@ -1,7 +1,7 @@
 // Pack does not read again, in its first pass, a file this process has just hydrated and that is still exactly the
 // inode hydrate left (issue 25: an activation packs the tree it hydrated) — and that never changes the bundle: its
 // bytes are those of a pack without the known digests, and a file changed since (even with its size and
-// modification time put back) is hashed again. Both hydrate writer paths (this thread, file-writer threads).
+// modification time put back) is hashed again. Both hydrate writer paths (this thread, one or more writer threads).
 // Bytes read are observed through /proc/self/io (rchar: every read(2) of this process, its threads included).
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -28,6 +28,8 @@ function bytesRead(): number {
 for (const [name, tuning] of [
   ['in this thread', NO_THREADS],
   ['on worker threads', THREADS_EVERYWHERE],
+  // What a non-durable hydrate uses on 2 cores (tuning.ts fileWritersNotDurable).
+  ['on one file-writer thread', { ...THREADS_EVERYWHERE, fileWritersNotDurable: 1 }],
 ] as const) {
   describe(`pack with the digests of a hydrate (${name})`, () => {
     withTuning(tuning);

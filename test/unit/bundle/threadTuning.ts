@@ -9,6 +9,7 @@ export const THREADS_EVERYWHERE = {
   workerWriterMinTarBytes: 0,
   workerReaderMinBytes: 0,
   fileWriters: 2,
+  fileWritersNotDurable: 2,
   syncWorkers: 2,
   syncWorkersAfterFiles: 0,
 } as const;
