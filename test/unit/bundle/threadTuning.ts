@@ -66,6 +66,7 @@ export function threadSnapshot(): { threads: number; idle: number } {
 export async function threadsSettled(before: { threads: number; idle: number }, ms = 2000): Promise<{ leased: number; threads: number; expected: number }> {
   const expected = (): number => before.threads - before.idle + codecThreadStats().idle;
   const deadline = Date.now() + ms;
+  // Polls the observable counts (threads end asynchronously; no event says when): the caller asserts what they settled at.
   while ((threadCount() !== expected() || codecThreadStats().leased !== 0) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
   return { leased: codecThreadStats().leased, threads: threadCount(), expected: expected() };
 }
