@@ -2,7 +2,14 @@
 import assert from 'node:assert/strict';
 import { encodeGoJson, parseJsonWithBigInts, stringifyWithBigInts } from '../../../protocol/kruntimes/goJson';
 import { decodePageToken, encodePageToken } from '../../../protocol/kruntimes/pageToken';
-import { Base64Schema, operationKind } from '../../../protocol/kruntimes/gateway';
+import {
+  Base64Schema,
+  CommandResultSchema,
+  ReadResponseSchema,
+  SessionOperationSchema,
+  StreamEventSchema,
+  operationKind,
+} from '../../../protocol/kruntimes/gateway';
 
 describe('wire encoding', () => {
   it('encodes JSON as Go does: HTML escapes and a trailing newline', () => {
@@ -45,6 +52,29 @@ describe('wire encoding', () => {
     assert.equal(Base64Schema.safeParse('Z2F0ZXdheS1vaw==').success, true);
     assert.equal(Base64Schema.safeParse('Z2F0ZXdheS1vaw').success, false);
     assert.equal(Base64Schema.safeParse('a-_b').success, false);
+  });
+
+  it('every field that carries bytes refuses unpadded and URL-safe base64', () => {
+    const carriers: [string, (b64: string) => { success: boolean }][] = [
+      ['command stdin', (b) => SessionOperationSchema.safeParse({ command: { argv: ['cat'], stdin: b } })],
+      ['write contents', (b) => SessionOperationSchema.safeParse({ writeFile: { path: 'a', contents: b } })],
+      ['result stdout', (b) => CommandResultSchema.safeParse({ exitCode: 0, stdout: b })],
+      ['result stderr', (b) => CommandResultSchema.safeParse({ exitCode: 0, stderr: b })],
+      ['read contents', (b) => ReadResponseSchema.safeParse({ contents: b, truncated: false })],
+      ['output event data', (b) => StreamEventSchema.safeParse({ sequence: 2, type: 'output', output: { stream: 'stdout', data: b } })],
+      ['progress event data', (b) => StreamEventSchema.safeParse({ sequence: 2, type: 'progress', progress: { kind: 'status', data: b } })],
+    ];
+    for (const [name, parse] of carriers) {
+      assert.equal(parse('aGk+Lw==').success, true, `${name}: padded standard base64`);
+      assert.equal(parse('aGk+Lw').success, false, `${name}: unpadded`);
+      assert.equal(parse('aGk-Lw==').success, false, `${name}: URL-safe alphabet`);
+    }
+  });
+
+  it("parses a stream's failed event with its gRPC code, and refuses one without a code", () => {
+    const event = StreamEventSchema.parse({ sequence: 3, type: 'failed', failed: { code: 4, message: 'command timed out' } });
+    assert.deepEqual(event.type === 'failed' && event.failed, { code: 4, message: 'command timed out' });
+    assert.equal(StreamEventSchema.safeParse({ sequence: 3, type: 'failed', failed: { message: 'x' } }).success, false);
   });
 
   it('finds exactly one operation key', () => {
