@@ -133,10 +133,8 @@ export class LocalRuntime extends EventEmitter {
     let nextMode: TerminationMode | undefined;
     await entry.lock.run(async () => {
       const admitted = admitPatch(entry.run, patch);
-      const changed = JSON.stringify(entry.run) !== JSON.stringify(admitted.run);
-      entry.run = admitted.run;
       nextMode = admitted.nextMode;
-      if (changed) await this.records.persist(entry, 'MODIFIED');
+      if (JSON.stringify(entry.run) !== JSON.stringify(admitted.run)) await this.records.persist(entry, 'MODIFIED', clone(admitted.run));
     });
     if (nextMode) this.lifecycle.requestTermination(entry, nextMode);
     return clone(entry.run);

@@ -106,7 +106,8 @@ export class RunLifecycle {
     if (!prepared || this.cancelling(entry) || isTerminalPhase(entry.run.status?.phase)) return;
     await this.openSession(entry);
     if (!entry.session) return; // cancelled while a remote sandbox was being created
-    await this.records.update(entry, (r) => markReady(r, entry, this.endpointUrl(r)));
+    // Seen once stored: a client that sees Ready starts commands, and a crash must not take that Ready back.
+    await this.records.update(entry, (r) => markReady(r, entry, this.endpointUrl(r)), 'once-stored');
     if (entry.run.spec.termination?.mode) this.requestTermination(entry, entry.run.spec.termination.mode);
   }
 

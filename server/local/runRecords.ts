@@ -115,30 +115,46 @@ export class RunRecords {
     return String(this.resourceVersion);
   }
 
-  /** Writes the Run with the next resourceVersion and tells the watchers; call under the Run's lock. */
-  async persist(entry: RunEntry, type: RunEventType): Promise<void> {
+  /**
+   * Writes `next` as the Run's record with the next resourceVersion, then makes it the Run that GET, list and
+   * the access API see (when it is not already) and tells the watchers. Call under the Run's lock.
+   */
+  async persist(entry: RunEntry, type: RunEventType, next: Run): Promise<void> {
     this.resourceVersion++;
-    entry.run.metadata.resourceVersion = String(this.resourceVersion);
-    await writeJsonAtomic(this.layout.runFile(uidOf(entry)), entry.run);
-    this.emit({ type, object: clone(entry.run) });
+    next.metadata.resourceVersion = String(this.resourceVersion);
+    await writeJsonAtomic(this.layout.runFile(uidOf(entry)), next);
+    entry.run = next;
+    this.emit({ type, object: clone(next) });
   }
 
-  /** Changes a Run under its lock and writes it; no-op after the Run was deleted. */
-  update(entry: RunEntry, mutate: (run: Run) => void): Promise<void> {
+  /**
+   * Changes the Run under its lock and stores it; no-op after the Run was deleted. A change that takes something
+   * away (Finalizing, a cancelled or timed-out end) is seen `at-once`, so new calls are refused from the moment it
+   * is decided — a crash before the write leaves the termination recorded in the spec, and recovery resumes it. A
+   * change that grants something (Ready) is seen `once-stored` (persist), so no client uses a session that a
+   * crash would take back.
+   */
+  update(entry: RunEntry, mutate: (run: Run) => void, seen: 'at-once' | 'once-stored' = 'at-once'): Promise<void> {
     return entry.lock.run(async () => {
       if (!this.entries.has(uidOf(entry))) return;
-      mutate(entry.run);
-      await this.persist(entry, 'MODIFIED');
+      const next = seen === 'at-once' ? entry.run : clone(entry.run);
+      mutate(next);
+      await this.persist(entry, 'MODIFIED', next);
     });
   }
 
-  /** Stores a new Run (its directory, then its record) and returns its entry. */
+  /** Stores a new Run (its directory, then its record) and returns its entry, listed once its record is written. */
   async add(run: Run): Promise<RunEntry> {
     const uid = run.metadata.uid as string;
     await fs.mkdir(this.layout.runDir(uid), { recursive: true, mode: 0o700 });
     const entry: RunEntry = { run, lock: new RunLock() };
-    this.entries.set(uid, entry);
-    await entry.lock.run(() => this.persist(entry, 'ADDED'));
+    await entry.lock.run(async () => {
+      this.resourceVersion++;
+      run.metadata.resourceVersion = String(this.resourceVersion);
+      await writeJsonAtomic(this.layout.runFile(uid), run);
+      this.entries.set(uid, entry);
+      this.emit({ type: 'ADDED', object: clone(run) });
+    });
     return entry;
   }
 
