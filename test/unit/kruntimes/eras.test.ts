@@ -161,6 +161,13 @@ for (const era of ['C', 'D'] as SimulatorEra[]) {
         const sandbox = await provider.create(target.spec({ leaseTimeoutSeconds: lease }), { waitForReady: true });
         assert.deepEqual((await provider.open(sandbox.ref)).lease, { timeoutSeconds: lease });
         assert.equal((await provider.get(sandbox.ref)).sandbox.phase, 'Ready');
+        // When the Runtime stored the Timeout, taken from its own events: the client's polling and the status
+        // mirror's delay are not the lease's.
+        let endedAt: number | undefined;
+        const onEvent = (e: { object: { metadata: { name?: string }; status?: { phase?: string } } }) => {
+          if (e.object.metadata.name === sandbox.ref.name && e.object.status?.phase === 'Timeout') endedAt ??= Date.now();
+        };
+        sim.runtime.on('event', onEvent);
         assert.equal(await provider.release(sandbox.ref), true, 'the last user lets go');
         const letGo = Date.now();
         let phase: string | undefined;
@@ -172,9 +179,11 @@ for (const era of ['C', 'D'] as SimulatorEra[]) {
           if (phase === 'Timeout' || phase === 'Failed' || phase === 'Cancelled' || phase === 'Succeeded') break;
           await new Promise((r) => setTimeout(r, 100));
         }
-        const tookMs = Date.now() - letGo;
+        sim.runtime.off('event', onEvent);
         assert.equal(phase, 'Timeout');
         assert.equal(message, 'session lease expired');
+        assert.ok(endedAt !== undefined, 'the Runtime stored the Timeout');
+        const tookMs = endedAt - letGo;
         assert.ok(tookMs <= lease * 1000 + 1500, `ended ${tookMs} ms after the release (lease ${lease} s)`);
         process.stderr.write(`      (lease ${lease} s: Timeout ${tookMs} ms after the release)\n`);
         const local = sim.runtime.list('default').find((r) => r.metadata.name === sandbox.ref.name);

@@ -130,13 +130,17 @@ describe('local runtime: command execution', function () {
 
   it('a background process that ignores SIGTERM gets SIGKILL after the grace, not before', async () => {
     const controller = new AbortController();
+    let settled = false;
     const pending = runCommand(backend, { spec: spec(['sh', '-c', "(trap '' TERM; sleep 600.32) & sleep 600.33"]), timeoutMs: 0, signal: controller.signal, graceMs: 3000 });
+    void pending.finally(() => (settled = true));
     await waitUntil(() => alive('sleep\u0000600.32') && alive('sleep\u0000600.33'));
     const aborted = Date.now();
     controller.abort(new OperationAbort('cancel'));
     await waitUntil(() => !alive('sleep\u0000600.33'));
-    assert.ok(Date.now() - aborted < 1000, 'the main command died on SIGTERM');
+    // SIGKILL goes to the whole group at once: the main command gone while its TERM-ignoring sibling lives and the
+    // outcome is still pending means SIGTERM ended it (no elapsed-time bound: a loaded machine may poll late).
     assert.equal(alive('600.32'), true, 'the TERM-ignoring child is still in its grace');
+    assert.equal(settled, false, 'the outcome waits for the grace');
     const r = await pending;
     assert.equal(r.exitCode, -1);
     assert.ok(r.abortReason instanceof OperationAbort);

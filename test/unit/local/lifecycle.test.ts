@@ -302,12 +302,23 @@ describe('local runtime: sources, inputs and clean-up', function () {
   });
 
   it('accepts leaseTimeoutSeconds: the lease clock starts at Ready and, with no operations:ws heartbeat, expires the Run', async () => {
+    // When the Runtime stored each phase, from its own events (the client's polling adds only noise).
+    const storedAt: Record<string, number> = {};
+    const onEvent = (e: { object: Run }) => {
+      const phase = e.object.status?.phase;
+      if (phase) storedAt[phase] ??= Date.now();
+    };
+    t.gw.runtime.on('event', onEvent);
     const created = await createRun(t.gw, { session: { leaseTimeoutSeconds: 1 } });
     assert.equal(created.spec.mode.session?.leaseTimeoutSeconds, 1);
     const ready = await waitPhase(t.gw, created, ['Ready']);
-    const readyAt = Date.now();
+    const leaseStart = t.gw.runtime.sessionByUid('default', 'process', ready.metadata.uid ?? '')?.session.leaseRenewedMs ?? 0;
     const ended = await waitPhase(t.gw, ready, ['Timeout'], 5000);
-    assert.ok(Date.now() - readyAt >= 700, 'the lease clock must start at Ready');
+    // A Timeout is seen at once and its event follows the write: wait for the event.
+    for (const deadline = Date.now() + 5000; storedAt.Timeout === undefined && Date.now() < deadline; ) await new Promise((r) => setTimeout(r, 10));
+    t.gw.runtime.off('event', onEvent);
+    assert.ok(storedAt.Running !== undefined && leaseStart >= storedAt.Running, 'the lease clock must start at Ready, not before');
+    assert.ok(storedAt.Timeout !== undefined && storedAt.Timeout - leaseStart >= 1000, `the lease ran its full second: ${JSON.stringify({ storedAt, leaseStart })}`);
     assert.equal(ended.status?.message, 'session lease expired');
     const byType = Object.fromEntries((ended.status?.conditions ?? []).map((c) => [c.type, c]));
     assert.equal(byType.Ready?.reason, 'Timeout');
