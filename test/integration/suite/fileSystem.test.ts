@@ -2,6 +2,9 @@
 // local gateway: round trips, error mapping, files larger than one gateway call, read-only
 // while Finalizing, and no stat storm on a 2,000-file folder.
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import * as vscode from 'vscode';
 import type { SandboxSummary } from '../../../protocol/sandboxes';
 import { api, gatewayRequests, newLocalSandbox, until } from './helpers';
@@ -104,7 +107,11 @@ describe('sandbox: file system', () => {
     const otherUri = (p: string) => vscode.Uri.from({ scheme: 'sandbox', authority: other.key, path: `/${p}` });
     await vscode.workspace.fs.writeFile(otherUri('keep.txt'), text('keep'));
     const client = await exported.registry.connection(other.key)!.client();
-    const running = client.runCommand({ shell: ': > drain-started; sleep 3' });
+    // The command runs until the test lets it end, through a file outside the sandbox (it takes no writes while
+    // Finalizing); a process-backend sandbox sees the host's folders.
+    const outside = fs.mkdtempSync(path.join(os.tmpdir(), 'drain-release-'));
+    const release = path.join(outside, 'release');
+    const running = client.runCommand({ shell: `: > drain-started; while [ ! -e '${release}' ]; do sleep 0.05; done` });
     await until(() => client.read('drain-started').then(() => true, () => false), 'the command to start');
     await exported.companion.request('sandboxes/terminate', { ref: other.ref, mode: 'Drain', wait: false });
     await until(() => exported.registry.summary(other.key)?.phase === 'Finalizing', 'the Finalizing phase');
@@ -115,6 +122,8 @@ describe('sandbox: file system', () => {
       assert.match((e as Error).message, /closing \(Drain\)/);
       return true;
     });
+    fs.writeFileSync(release, '');
     assert.equal((await running).exitCode, 0, 'the accepted command still completes');
+    fs.rmSync(outside, { recursive: true, force: true });
   });
 });

@@ -8,7 +8,9 @@ import * as vscode from 'vscode';
 import { sandboxKey, type SandboxSummary } from '../../../protocol/sandboxes';
 import { api, newLocalSandbox, plain, sandboxTask, until } from './helpers';
 
-const LEASE_SECONDS = 2;
+// Short enough to watch it expire, long enough that opening the sandbox right after its create (a terminal, a
+// task: one or two process starts and a WebSocket upgrade) fits in it on a loaded machine.
+const LEASE_SECONDS = 5;
 
 async function summaryOf(ref: SandboxSummary['ref']): Promise<SandboxSummary> {
   const { sandbox } = await (await api()).companion.request('sandboxes/get', { ref });
@@ -19,7 +21,7 @@ describe('session leases follow what the window uses', () => {
   it('holds a leased sandbox while its terminal is open and releases it after the terminal closes', async function () {
     this.timeout(60_000);
     const exported = await api();
-    // The sandbox without a lease first: a leased sandbox nobody opens within its lease (2 s) expires,
+    // The sandbox without a lease first: a leased sandbox nobody opens within its lease expires,
     // so the leased one is opened as soon as it is Ready.
     const unleased = await newLocalSandbox();
     const other = vscode.Uri.from({ scheme: 'sandbox', authority: unleased.key, path: '/' });
@@ -58,15 +60,15 @@ describe('session leases follow what the window uses', () => {
     const exported = await api();
     // The task is set up first: a leased sandbox nobody opens within its lease expires, so it is opened right away.
     const ref = { provider: 'local' as const, context: 'local', namespace: 'default', name: 'leased-task' };
-    const { task, exitCode } = await sandboxTask('leased sleep', 'sleep 9; printf done > slept.txt', sandboxKey(ref));
+    const { task, exitCode } = await sandboxTask('leased sleep', 'sleep 13; printf done > slept.txt', sandboxKey(ref));
     const { sandbox: leased } = await exported.companion.request('sandboxes/create', {
       spec: { provider: 'local', runtime: 'process', namespace: 'default', name: ref.name, leaseTimeoutSeconds: LEASE_SECONDS },
       waitForReady: true,
     });
     assert.equal(leased.key, sandboxKey(ref));
     await vscode.tasks.executeTask(task);
-    // Past the release grace and the lease together: only the task's hold keeps it.
-    await new Promise((r) => setTimeout(r, 7000));
+    // Past the release grace (3 s) and the lease together, before the task ends: only the task's hold keeps it.
+    await new Promise((r) => setTimeout(r, (3 + LEASE_SECONDS + 2) * 1000));
     assert.equal((await summaryOf(leased.ref)).phase, 'Ready');
     assert.equal(await exitCode, 0, 'the task ran to its end');
     await until(async () => (await summaryOf(leased.ref)).phase !== 'Ready', 'the released sandbox to expire', 20_000);
