@@ -81,20 +81,12 @@ describe('e2e: Drain → Download Artifacts… in a window with a local folder',
 
   it('Download Artifacts…: starts in the local folder; the folder artifact arrives once, as the folder; no progress is left', async () => {
     await wb.notificationButton(/dl-a closed with 1 artifact/, 'Download Artifacts…');
-    // VS Code's simple file dialog (code-server): it shows the folder it starts in.
-    const input = page.locator('.quick-input-widget input.input');
-    await input.waitFor({ state: 'visible' });
-    // The dialog fills in its default folder once it has read it (first its parent, while it loads).
-    for (let i = 0; i < 100 && (await input.inputValue()) !== `${project}/`; i++) await page.waitForTimeout(100);
-    assert.equal(await input.inputValue(), `${project}/`, 'the dialog starts in the window’s local folder');
-    await wb.screenshot('download-dialog');
-    // Accept it: the dialog may first settle on the folder it shows (Enter), then take the button.
-    const dialog = page.locator('.quick-input-widget');
-    for (let attempt = 0; attempt < 6 && (await input.isVisible()); attempt++) {
-      if (attempt % 2 === 0) await dialog.getByRole('button', { name: 'Download Here' }).click().catch(() => undefined);
-      else await input.press('Enter').catch(() => undefined);
-      await page.waitForTimeout(1000); // the dialog gives no event to wait for; the loop re-checks
-    }
+    // VS Code's simple file dialog (code-server): it shows the folder it starts in, once it has read
+    // it (its parent first, while it loads); nothing is typed, so it must be the window's local folder.
+    await page.locator('.quick-input-widget input.input').waitFor({ state: 'visible', timeout: 30_000 });
+    await wb.waitForFolderDialogAt(project, 'the dialog to start in the window’s local folder');
+    // Accepted as it starts: one click on its button, and the dialog must close.
+    await wb.acceptFolderDialog(project, 'Download Here', 'download-dialog');
     await wb.waitForNotification(/Downloaded 1 verified artifact\(s\) to/);
     assert.equal(await progressToasts(/Downloading artifacts of dl-a/).count(), 0, 'no progress notification beside "Downloaded"');
     await wb.screenshot('downloaded');

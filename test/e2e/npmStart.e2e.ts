@@ -71,11 +71,18 @@ describe('e2e: `npm start` as a new user runs it', function () {
     start = spawn('npm', ['start'], { cwd: REPO_ROOT, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
     start.stdout?.on('data', (d: Buffer) => (output += d.toString()));
     start.stderr?.on('data', (d: Buffer) => (output += d.toString()));
-    exited = new Promise((resolve) => start.once('exit', (code, signal) => resolve({ code, signal })));
+    // 'close', not 'exit': the process may exit before its last output has been read from the pipes.
+    let closed = false;
+    exited = new Promise((resolve) =>
+      start.once('close', (code, signal) => {
+        closed = true;
+        resolve({ code, signal });
+      }),
+    );
     const printed = await waitFor(
       '`npm start` to print the URL and password',
       () => {
-        if (start.exitCode !== null) throw new Error(`npm start exited (${start.exitCode}):\n${output}`);
+        if (closed) throw new Error(`npm start exited (${start.exitCode ?? start.signalCode}):\n${output}`);
         const m = /open (http:\/\/127\.0\.0\.1:\d+\/\S+)\npassword: (\S+)/.exec(output);
         return m ? { url: m[1]!, password: m[2]! } : undefined;
       },

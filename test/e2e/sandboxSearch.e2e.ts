@@ -19,12 +19,16 @@ import { LocalGatewayClient, endpointPathOf } from '../../server/gateway/localCl
 import { sandboxFolderName, sandboxWorkspaceFile } from '../../protocol/sandboxes';
 import { type CodeServer, startCodeServer } from '../../scripts/vscodeHost';
 import { packageExtension, REPO_ROOT } from '../../scripts/packageExtension';
-import { launchWorkbench, type Workbench } from './workbench';
+import { extensionLogs, launchWorkbench, type Workbench } from './workbench';
 
 /** Quick Open and Find in Files for sandbox folders (package.json); off in the fallback window. */
 const SETTING = 'sandboxSessions.search.quickOpenAndFindInFiles';
 /** What VS Code's search service logs when a search reaches a folder whose scheme has no search provider. */
 const NO_PROVIDER = 'No search provider registered for scheme: sandbox, waiting';
+/** What the extension logs once it has registered its search providers (extension/search/registerSearch.ts). */
+const PROVIDERS_REGISTERED = 'Quick Open and Find in Files search sandbox folders (proposed search providers registered)';
+/** The Search view's search box (a textarea: it grows with the text), not its replace box. */
+const SEARCH_INPUT = '.search-view .search-widget .search-container textarea.input';
 
 async function until(what: string, check: () => boolean, ms = 30_000): Promise<void> {
   for (const deadline = Date.now() + ms; !check(); ) {
@@ -106,9 +110,17 @@ describe('e2e: find files and text in a sandbox', function () {
   /** Runs Find in Files for `text` (the search view's results are then under `.search-view`). */
   async function findInFiles(wb: Workbench, text: string): Promise<void> {
     await wb.runCommand('Search: Find in Files');
-    await wb.page.keyboard.press('Control+A');
-    await wb.page.keyboard.type(text);
-    await wb.page.keyboard.press('Enter');
+    // The command shows the Search view, fills its box from the editor's selection, and focuses the box last:
+    // type only once the box has the focus, and into the box itself (keys sent earlier would go to the editor).
+    const input = wb.page.locator(SEARCH_INPUT).first();
+    await input.waitFor({ state: 'visible', timeout: 30_000 });
+    for (const deadline = Date.now() + 30_000; !(await input.evaluate((el) => el === el.ownerDocument.activeElement)); ) {
+      if (Date.now() > deadline) throw new Error('the Search view’s search box never got the focus');
+      await wb.page.waitForTimeout(100); // polling an observable condition
+    }
+    await input.fill(text);
+    assert.equal(await input.inputValue(), text, 'the search box holds the text');
+    await input.press('Enter');
   }
 
   // code-server 4.139.1 cannot make a window that refuses the proposal: its extension hosts (node and web
@@ -199,6 +211,9 @@ describe('e2e: find files and text in a sandbox', function () {
       await checkbox.click();
       await page.locator('.settings-editor .setting-item-bool .setting-value-checkbox[aria-checked="true"]').waitFor();
       await wb.screenshot('setting-on');
+      // The Settings editor writes a change a moment after the click, and drops it if closed before; the extension
+      // registers its providers when it hears of the change. Close it, and search, once the extension says it has.
+      await until('the extension registered its search providers', () => extensionLogs(w.server.userDataDir).includes(PROVIDERS_REGISTERED));
       await page.keyboard.press('Escape');
 
       // A search started now is answered by the provider the extension registered (the one started while the setting

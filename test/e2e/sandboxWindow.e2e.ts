@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser, Locator, Page } from 'playwright-core';
 import { ensureGateway, stopGateway } from '../../server/gateway/daemonClient';
 import { LocalGatewayClient, endpointPathOf } from '../../server/gateway/localClient';
 import { sandboxFolderName, sandboxWorkspaceFile } from '../../protocol/sandboxes';
@@ -33,6 +33,38 @@ describe('e2e: a sandbox window a person can trust', function () {
 
   /** Names of the terminals in the panel (the tabs list is always shown: see the settings below). */
   const terminalNames = async () => (await page.locator('.terminal-tabs-entry .label-name').allInnerTexts()).map((t) => t.trim());
+
+  /**
+   * Waits until the terminal tabs are exactly `expected`: a host shell VS Code started unasked is
+   * replaced by the host-shell guard (extension/terminal/hostShellGuard.ts), and its tab goes a moment
+   * after the Sandbox shell's prompt shows.
+   */
+  async function waitForTerminalNames(expected: string[], timeout = 30_000): Promise<void> {
+    const deadline = Date.now() + timeout;
+    for (let names = await terminalNames(); JSON.stringify(names) !== JSON.stringify(expected); names = await terminalNames()) {
+      if (Date.now() > deadline) assert.deepEqual(names, expected, `the terminal tabs never became ${JSON.stringify(expected)}`);
+      await page.waitForTimeout(200); // polling an observable condition
+    }
+  }
+
+  /**
+   * Waits until `label` (an editor tab or an Explorer row) shows VS Code's read-only mark: the lock
+   * (codicon lock-small, U+EBE7) that VS Code's file decorations draw after the label of a file whose
+   * file system reports it read-only.
+   */
+  async function waitForReadOnlyMark(label: Locator, timeout = 30_000): Promise<void> {
+    const lock = '"\uebe7"';
+    const deadline = Date.now() + timeout;
+    for (;;) {
+      const marks = await label
+        .locator('.monaco-icon-label')
+        .evaluateAll((els) => els.map((el) => el.ownerDocument.defaultView?.getComputedStyle(el, '::after').content ?? ''))
+        .catch(() => [] as string[]);
+      if (marks.includes(lock)) return;
+      if (Date.now() > deadline) throw new Error(`no read-only lock on the label after ${timeout} ms (its ::after shows ${JSON.stringify(marks)})`);
+      await page.waitForTimeout(200); // polling an observable condition
+    }
+  }
 
   before(async () => {
     work = fs.mkdtempSync(path.join(os.tmpdir(), 'sandbox-sessions-e2e-window-'));
@@ -80,20 +112,24 @@ describe('e2e: a sandbox window a person can trust', function () {
     await wb.screenshot('window');
     await wb.runCommand('Terminal: Create New Terminal');
     await wb.waitForTerminalText(/tour-a:\/\$/);
-    assert.deepEqual(await terminalNames(), ['Sandbox: tour-a']);
+    await waitForTerminalNames(['Sandbox: tour-a']);
     await wb.typeInTerminal('cd src');
     await wb.waitForTerminalText(/tour-a:\/src\$/);
     await wb.screenshot('new-terminal');
   });
 
   it('brings the Sandbox terminal back after a window reload, in the same directory, and opens no host shell', async () => {
+    // VS Code saves the window's state first and reloads a moment later: until then the old page still
+    // shows the workbench, the file and the prompt. So wait for the new page, and then for what only the
+    // reloaded window shows: the terminal's reconnect line (extension/terminal/terminalRestore.ts), then the prompt.
+    const reloaded = page.waitForEvent('load', { timeout: 120_000 });
+    reloaded.catch(() => undefined); // awaited below; not an unhandled rejection should the command fail first
     await wb.runCommand('Developer: Reload Window');
+    await reloaded;
     await wb.waitForWorkbench();
     await wb.explorerItem('hello.txt').waitFor({ timeout: 60_000 });
-    await wb.waitForTerminalText(/tour-a:\/src\$/, 60_000);
-    const text = await wb.terminalText();
-    assert.match(text, /reconnected/i, 'the terminal says it was reconnected');
-    assert.deepEqual(await terminalNames(), ['Sandbox: tour-a']);
+    await wb.waitForTerminalText(/Reconnected after the window reloaded[\s\S]*tour-a:\/src\$/, 60_000);
+    await waitForTerminalNames(['Sandbox: tour-a']);
     await wb.typeInTerminal('ls');
     await wb.waitForTerminalText(/app\.js/);
     await wb.screenshot('after-reload');
@@ -131,10 +167,13 @@ describe('e2e: a sandbox window a person can trust', function () {
     // Why, and what to do: the files are read-only now; download the artifacts or open a new sandbox.
     const notice = await wb.waitForNotification(/tour-a closed with 1 artifact\(s\)\. Its files are read-only now; open a new sandbox/);
     assert.ok(await notice.getByRole('button', { name: 'Download Artifacts…' }).isVisible());
-    // The open editor turns read-only: typing into it is refused by VS Code.
+    // The open editor turns read-only: its tab shows VS Code's lock (once VS Code has stat'ed the file
+    // again through the extension host, a moment after the notice), and typing into it is refused.
+    await waitForReadOnlyMark(page.locator('.tabs-container .tab', { hasText: 'hello.txt' }).first());
     await editor.click();
     await page.keyboard.type('more');
     await page.locator('.monaco-editor-overlaymessage', { hasText: /read-only/i }).waitFor({ timeout: 30_000 });
+    assert.doesNotMatch(await editor.locator('.view-lines').innerText(), /more/, 'the typed text is not in the file');
     await wb.screenshot('drained-editor');
     // The terminal of the closed sandbox says so in words.
     await page.locator('.terminal-tabs-entry', { hasText: 'Sandbox: tour-a' }).first().click();

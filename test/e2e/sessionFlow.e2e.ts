@@ -10,6 +10,7 @@ import type { Browser, Page } from 'playwright-core';
 import { sandboxKey } from '../../protocol/sandboxes';
 import { ensureGateway, stopGateway } from '../../server/gateway/daemonClient';
 import { endpointPathOf, LocalGatewayClient } from '../../server/gateway/localClient';
+import type { Run } from '../../protocol/kruntimes/run';
 import { packageExtension, REPO_ROOT } from '../../scripts/packageExtension';
 import { type CodeServer, startCodeServer } from '../../scripts/vscodeHost';
 import { launchWorkbench, type Workbench } from './workbench';
@@ -22,6 +23,15 @@ describe('e2e: save → fork → activate → compare', function () {
   let browser: Browser;
   let page: Page;
   let wb: Workbench;
+  let run: Run;
+
+  /** A file of the sandbox as the gateway reads it (not through the window). */
+  const readSandboxFile = async (p: string): Promise<string> => {
+    const gw = await ensureGateway({ stateDir });
+    const res = await fetch(`${gw.url}${endpointPathOf(run)}/files/${p}`, { headers: { authorization: `Bearer ${gw.token}` } });
+    const body = (await res.json()) as { contents: string | null };
+    return Buffer.from(body.contents ?? '', 'base64').toString('utf8');
+  };
 
   before(async () => {
     work = fs.mkdtempSync(path.join(os.tmpdir(), 'sandbox-sessions-e2e-sessions-'));
@@ -35,7 +45,7 @@ describe('e2e: save → fork → activate → compare', function () {
       metadata: { name: 'e2e-work', namespace: 'default' },
       spec: { runtime: 'process', mode: { session: { idleTimeoutSeconds: 900 } } },
     });
-    const run = await api.waitPhase('default', 'e2e-work', ['Ready']);
+    run = await api.waitPhase('default', 'e2e-work', ['Ready']);
     await api.execute(endpointPathOf(run), { command: { shell: 'printf "first\\n" > README.md' } });
     server = await startCodeServer({
       workDir: work,
@@ -80,13 +90,20 @@ describe('e2e: save → fork → activate → compare', function () {
 
   it('edits a file and saves r2 on top of r1', async () => {
     await wb.explorerItem('README.md').click();
-    const editor = page.locator('.editor-instance .monaco-editor').first();
-    await editor.waitFor();
-    await editor.click();
+    // The editor appears before the file is read through the sandbox file system; keys typed before its
+    // text shows are lost.
+    const text = page.locator('.editor-instance .view-lines', { hasText: 'first' }).first();
+    await text.waitFor({ timeout: 30_000 });
+    await text.click();
     await page.keyboard.press('Control+End');
     await page.keyboard.type('second line');
     await page.keyboard.press('Control+S');
-    await page.waitForTimeout(1000);
+    // r2 is saved from the sandbox: only once the edit is there.
+    const deadline = Date.now() + 30_000;
+    while (!(await readSandboxFile('README.md')).includes('second line')) {
+      if (Date.now() > deadline) throw new Error(`saved content never reached the sandbox: ${JSON.stringify(await readSandboxFile('README.md'))}`);
+      await page.waitForTimeout(200); // polls the gateway
+    }
     await wb.runCommand('Sandbox Sessions: Save Sandbox as Session Revision');
     await wb.pick('e2e-session');
     await wb.waitForNotification(/Saved e2e-work as e2e-session@r2/);
@@ -115,11 +132,14 @@ describe('e2e: save → fork → activate → compare', function () {
     await wb.runCommand('Sandbox Sessions: Compare with Revision…');
     await wb.pick('e2e-session');
     await wb.pick(/^r1/);
+    // The diff editor appears before both sides have loaded (r1 is read through the revision file
+    // system): wait for each side's text.
     const diff = page.locator('.monaco-diff-editor').first();
-    await diff.waitFor({ timeout: 30_000 });
-    await page.waitForTimeout(1000);
-    const text = (await diff.innerText()).replace(/\u00a0/g, ' ');
-    assert.match(text, /second line/);
+    const modified = diff.locator('.editor.modified .view-lines', { hasText: 'second line' });
+    await modified.waitFor({ timeout: 30_000 });
+    const original = diff.locator('.editor.original .view-lines', { hasText: 'first' });
+    await original.waitFor({ timeout: 30_000 });
+    assert.doesNotMatch((await original.innerText()).replace(/\u00a0/g, ' '), /second line/, 'the original side is r1, without the r2 edit');
     await wb.screenshot('compare');
   });
 });

@@ -8,6 +8,16 @@ import { CHROMIUM_ARGS } from '../../scripts/vscodeHost';
 
 export const SCREENSHOTS = path.resolve(__dirname, 'screenshots');
 
+/** The text of every "Sandbox Sessions" log (one per extension host) of the code-server whose user data is `userDataDir`. */
+export function extensionLogs(userDataDir: string): string {
+  const logs = path.join(userDataDir, 'logs');
+  if (!fs.existsSync(logs)) return '';
+  return (fs.readdirSync(logs, { recursive: true }) as string[])
+    .filter((f) => f.endsWith(path.join('sandbox-sessions.sandbox-sessions', 'Sandbox Sessions.log')))
+    .map((f) => fs.readFileSync(path.join(logs, f), 'utf8'))
+    .join('');
+}
+
 /** Headless Chromium with one page, and the Workbench that drives it (screenshots under `flow`). */
 export async function launchWorkbench(flow: string): Promise<{ browser: Browser; page: Page; wb: Workbench }> {
   const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', headless: true, args: CHROMIUM_ARGS });
@@ -142,29 +152,66 @@ export class Workbench {
   }
 
   /**
-   * VS Code's simple folder dialog (code-server): types `folder` as a person does (select all,
-   * type; the dialog completes paths as you type, so re-typed until it shows exactly that), then
-   * accepts it with `button` (or Enter, while the dialog first settles on the folder).
+   * VS Code's simple folder dialog (code-server): once it has listed the folder it starts in (it
+   * sets its path box to that folder then, which would overwrite ours), puts `folder` in its path
+   * box as pasting a path does, and accepts it with `button` once the dialog has opened that folder.
    */
   async chooseFolderInDialog(folder: string, button: string, screenshot?: string): Promise<void> {
     const input = this.page.locator('.quick-input-widget input.input');
-    await input.waitFor({ state: 'visible' });
-    // The dialog fills in its default folder once it has read it: type ours only after that.
-    for (let i = 0; i < 100 && !(await input.inputValue()).startsWith('/'); i++) await this.page.waitForTimeout(100);
-    for (let attempt = 0; attempt < 5 && (await input.inputValue()) !== `${folder}/`; attempt++) {
-      await input.click();
-      await this.page.keyboard.press('Control+A');
-      await this.page.keyboard.type(`${folder}/`, { delay: 10 });
-      await this.page.waitForTimeout(700);
+    await input.waitFor({ state: 'visible', timeout: 30_000 });
+    await this.folderDialogRows()
+      .first()
+      .waitFor({ state: 'visible', timeout: 30_000 })
+      .catch(async () => {
+        throw new Error(`the folder dialog listed no folder in 30 s; its path box shows ${await input.inputValue()}`);
+      });
+    await input.fill(`${folder}/`);
+    await this.acceptFolderDialog(folder, button, screenshot);
+  }
+
+  /**
+   * Waits (bounded) until the simple folder dialog has opened `folder`: its path box shows exactly
+   * `folder/` and its list shows that folder's subfolders (and `..`), read from the disk here, as
+   * the dialog runs on this machine. Before that, an accept only makes the dialog open the folder.
+   */
+  async waitForFolderDialogAt(folder: string, what = `the folder dialog to open ${folder}`, timeout = 30_000): Promise<void> {
+    const input = this.page.locator('.quick-input-widget input.input');
+    // A row keeps the hidden separator label of an earlier quick pick's row: only shown labels count.
+    const labels = this.folderDialogRows().locator('.label-name').filter({ visible: true });
+    const subfolders = fs
+      .readdirSync(folder, { withFileTypes: true })
+      .filter((e) => e.isDirectory())
+      .map((e) => e.name);
+    const want = [...(path.dirname(folder) === folder ? [] : ['..']), ...subfolders].sort();
+    const deadline = Date.now() + timeout;
+    for (;;) {
+      const value = await input.inputValue({ timeout });
+      const listed = (await labels.allTextContents()).map((l) => l.trim()).sort();
+      if (value === `${folder}/` && JSON.stringify(listed) === JSON.stringify(want)) return;
+      if (Date.now() > deadline) throw new Error(`timed out after ${timeout} ms waiting for ${what}: its path box shows ${value} (want ${folder}/), its list ${JSON.stringify(listed)} (want ${JSON.stringify(want)})`);
+      await this.page.waitForTimeout(100); // polls the dialog, which gives no event to wait for
     }
-    if ((await input.inputValue()) !== `${folder}/`) throw new Error(`the folder dialog shows ${await input.inputValue()}, not ${folder}/`);
+  }
+
+  /** The rows the open quick input shows (it keeps hidden rows of earlier quick picks too). */
+  private folderDialogRows(): Locator {
+    return this.page.locator('.quick-input-widget .monaco-list-row').filter({ visible: true });
+  }
+
+  /**
+   * Accepts the simple folder dialog at `folder` with its `button`, once: after the dialog has
+   * opened that folder (waitForFolderDialogAt), and fails unless the dialog then closes (bounded).
+   */
+  async acceptFolderDialog(folder: string, button: string, screenshot?: string): Promise<void> {
+    await this.waitForFolderDialogAt(folder);
     if (screenshot) await this.screenshot(screenshot);
     const dialog = this.page.locator('.quick-input-widget');
-    for (let attempt = 0; attempt < 6 && (await input.isVisible()); attempt++) {
-      if (attempt % 2 === 0) await dialog.getByRole('button', { name: button }).click().catch(() => undefined);
-      else await input.press('Enter').catch(() => undefined);
-      await this.page.waitForTimeout(1000);
-    }
+    const input = dialog.locator('input.input');
+    await dialog.getByRole('button', { name: button }).click({ timeout: 30_000 });
+    await input.waitFor({ state: 'hidden', timeout: 30_000 }).catch(async () => {
+      const message = (await dialog.locator('.quick-input-message').innerText({ timeout: 5000 }).catch(() => '')).trim();
+      throw new Error(`the folder dialog did not close within 30 s of "${button}" at ${folder}/: its path box shows ${await input.inputValue({ timeout: 5000 }).catch(() => '?')}${message ? `, its message: ${message}` : ''}`);
+    });
   }
 
   async typeInTerminal(line: string): Promise<void> {
