@@ -119,6 +119,24 @@ export class Workbench {
     await row.click();
   }
 
+  /**
+   * Chooses `item` of the open context menu with the keyboard: ArrowDown until it is the focused item, then Enter.
+   * (A click that lands just after the menu opened may be taken as the release of the right click that opened it
+   * and dropped — the menu stays open with the item highlighted; keys have no such moment.)
+   */
+  async chooseMenuItem(item: string): Promise<void> {
+    const items = this.page.locator('.monaco-menu .action-item');
+    const wanted = items.filter({ hasText: item }).first();
+    await wanted.waitFor({ timeout: 15_000 });
+    const count = await items.count();
+    for (let i = 0; !(await wanted.evaluate((el) => el.classList.contains('focused'))); i++) {
+      if (i > count) throw new Error(`"${item}" never got the focus in the context menu`);
+      await this.page.keyboard.press('ArrowDown');
+    }
+    await this.page.keyboard.press('Enter');
+    await wanted.waitFor({ state: 'hidden', timeout: 15_000 });
+  }
+
   /** Clicks a button of the notification whose text matches. */
   async notificationButton(message: string | RegExp, button: string): Promise<void> {
     const toast = this.page.locator('.notification-toast', { hasText: message }).first();
