@@ -72,7 +72,16 @@ async function pushConnection(context: vscode.ExtensionContext, companion: Compa
 
 export function registerOpenSandboxCommands(deps: { context: vscode.ExtensionContext; companion: CompanionClient; log: vscode.LogOutputChannel }): vscode.Disposable[] {
   const { context, companion, log } = deps;
-  void pushConnection(context, companion, log, false);
+  // One push at a time, each reading the settings and secrets when its turn comes: a push started by a settings
+  // change and one started by Set API Key could otherwise reach the companion server in the other order, and the
+  // older, keyless configuration would win (seen: a domain set just before the key, then a create refused with 401).
+  let pushes: Promise<void> = Promise.resolve();
+  const push = (clear: boolean): Promise<void> => {
+    const next = (): Promise<void> => pushConnection(context, companion, log, clear);
+    pushes = pushes.then(next, next);
+    return pushes;
+  };
+  void push(false);
   return [
     vscode.commands.registerCommand(SET_OPENSANDBOX_KEY_COMMAND, async (key?: unknown) => {
       if (domainSetting() === '') {
@@ -99,7 +108,7 @@ export function registerOpenSandboxCommands(deps: { context: vscode.ExtensionCon
       if (value === undefined) return false;
       if (value.trim() === '') await context.secrets.delete(OPENSANDBOX_API_KEY_SECRET);
       else await context.secrets.store(OPENSANDBOX_API_KEY_SECRET, value.trim());
-      await pushConnection(context, companion, log, true);
+      await push(true);
       return true;
     }),
     vscode.commands.registerCommand(SET_OPENSANDBOX_CREDENTIAL_COMMAND, async (nameArg?: unknown, valueArg?: unknown) => {
@@ -121,12 +130,12 @@ export function registerOpenSandboxCommands(deps: { context: vscode.ExtensionCon
       if (value === undefined) return false;
       if (value.trim() === '') await context.secrets.delete(credentialSecretKey(name));
       else await context.secrets.store(credentialSecretKey(name), value.trim());
-      await pushConnection(context, companion, log, false);
+      await push(false);
       return true;
     }),
     vscode.workspace.onDidChangeConfiguration((e) => {
-      if (e.affectsConfiguration('sandboxSessions.opensandbox.domain')) void pushConnection(context, companion, log, true);
-      else if (e.affectsConfiguration('sandboxSessions.opensandbox.credentialBindings')) void pushConnection(context, companion, log, false);
+      if (e.affectsConfiguration('sandboxSessions.opensandbox.domain')) void push(true);
+      else if (e.affectsConfiguration('sandboxSessions.opensandbox.credentialBindings')) void push(false);
     }),
   ];
 }
