@@ -143,18 +143,24 @@ export class RunRecords {
     });
   }
 
-  /** Stores a new Run (its directory, then its record) and returns its entry, listed once its record is written. */
+  /**
+   * Stores a new Run (its directory, then its record) and returns its entry. It is listed at once — its name and
+   * uid are taken from the moment admission checked them, so two creates of one name cannot both pass — and its
+   * ADDED event follows its record; a Run whose record cannot be written is not kept.
+   */
   async add(run: Run): Promise<RunEntry> {
     const uid = run.metadata.uid as string;
-    await fs.mkdir(this.layout.runDir(uid), { recursive: true, mode: 0o700 });
     const entry: RunEntry = { run, lock: new RunLock() };
-    await entry.lock.run(async () => {
-      this.resourceVersion++;
-      run.metadata.resourceVersion = String(this.resourceVersion);
-      await writeJsonAtomic(this.layout.runFile(uid), run);
-      this.entries.set(uid, entry);
-      this.emit({ type: 'ADDED', object: clone(run) });
-    });
+    this.entries.set(uid, entry);
+    try {
+      await entry.lock.run(async () => {
+        await fs.mkdir(this.layout.runDir(uid), { recursive: true, mode: 0o700 });
+        await this.persist(entry, 'ADDED', run);
+      });
+    } catch (err) {
+      this.entries.delete(uid);
+      throw err;
+    }
     return entry;
   }
 

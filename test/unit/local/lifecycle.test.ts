@@ -301,6 +301,17 @@ describe('local runtime: sources, inputs and clean-up', function () {
     assert.match(failed.status?.message ?? '', /^open artifact input /);
   });
 
+  it('two creates of one name at the same moment: one Run, and the other is refused 409 AlreadyExists', async () => {
+    const body = { apiVersion: 'kruntimes.io/v1alpha1', kind: 'Run', metadata: { name: 'twin' }, spec: { runtime: 'process', mode: { session: {} } } };
+    const replies = await Promise.all([1, 2, 3].map(() => call(t.gw, 'POST', runsPath('default'), { body })));
+    assert.deepEqual(replies.map((r) => r.status).sort(), [201, 409, 409], replies.map((r) => r.text).join('\n'));
+    const refused = replies.find((r) => r.status === 409)?.json() as { reason?: string; message?: string } | undefined;
+    assert.deepEqual([refused?.reason, refused?.message], ['AlreadyExists', 'runs.kruntimes.io "twin" already exists']);
+    const listed = (await call(t.gw, 'GET', runsPath('default'))).json() as { items: Run[] };
+    assert.equal(listed.items.filter((r) => r.metadata.name === 'twin').length, 1);
+    await waitPhase(t.gw, replies.find((r) => r.status === 201)?.json() as Run, ['Ready']); // it finishes its start
+  });
+
   it('accepts leaseTimeoutSeconds: the lease clock starts at Ready and, with no operations:ws heartbeat, expires the Run', async () => {
     // When the Runtime stored each phase, from its own events (the client's polling adds only noise).
     const storedAt: Record<string, number> = {};

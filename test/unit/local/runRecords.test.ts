@@ -1,6 +1,6 @@
 // The local runtime's store of Runs: what a client sees against what is on disk. A change that grants (Ready) is
 // seen only once its record is written; a change that takes away (Finalizing) is seen at once, even when its write
-// fails — the refusal must not wait for the disk.
+// fails — the refusal must not wait for the disk; a new Run's name is taken the moment it is added.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -45,7 +45,7 @@ describe('local runtime: Run records, seen against stored', () => {
   });
   afterEach(() => fs.rmSync(root, { recursive: true, force: true }));
 
-  it('lists a new Run and shows Ready only once the record on disk says so, and each event follows its write', async () => {
+  it('shows Ready only once the record on disk says so, and each event follows its write', async () => {
     const entry = await records.add(runningRun());
     assert.equal(phaseOnDisk(), 'Running');
     const seenBeforeStored: string[] = [];
@@ -65,6 +65,22 @@ describe('local runtime: Run records, seen against stored', () => {
         ['MODIFIED', 'Ready', 'Ready'],
       ],
     );
+  });
+
+  it('takes the name and uid of a new Run the moment it is added, before its record is written', async () => {
+    const adding = records.add(runningRun());
+    // Admission checks the name synchronously, then adds: a second create must find it taken right away.
+    assert.equal(records.findByName('default', 'r')?.run.metadata.uid, UID);
+    assert.equal(records.has(UID), true);
+    await adding;
+    assert.equal(phaseOnDisk(), 'Running');
+  });
+
+  it('a Run whose first record cannot be written is not kept', async () => {
+    fs.writeFileSync(layout.runDir(UID), 'a file where its folder should be');
+    await assert.rejects(records.add(runningRun()), { code: 'EEXIST' });
+    assert.equal(records.findByName('default', 'r'), undefined);
+    assert.deepEqual(events, []);
   });
 
   it('a grant whose write fails is never seen; a refusal is seen even though its write fails', async () => {
