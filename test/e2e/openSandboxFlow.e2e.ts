@@ -21,6 +21,7 @@ import { packageExtension, REPO_ROOT } from '../../scripts/packageExtension';
 import { type CodeServer, startCodeServer } from '../../scripts/vscodeHost';
 import { startOpenSandboxSimulator, type OpenSandboxSimulator } from '../fixtures/opensandbox/simulator';
 import { launchWorkbench, type Workbench } from './workbench';
+import { readGatewayFile } from './gatewayFiles';
 
 const NAME = 'osb-e2e';
 
@@ -36,12 +37,7 @@ describe('e2e: an OpenSandbox sandbox from open to Drain, with an interactive te
   let api: LocalGatewayClient;
   let run: Run;
 
-  const readSandboxFile = async (p: string): Promise<string> => {
-    const gw = await ensureGateway({ stateDir });
-    const res = await fetch(`${gw.url}${endpointPathOf(run)}/files/${p}`, { headers: { authorization: `Bearer ${gw.token}` } });
-    const body = (await res.json()) as { contents: string | null };
-    return Buffer.from(body.contents ?? '', 'base64').toString('utf8');
-  };
+  const readSandboxFile = (p: string): Promise<string> => readGatewayFile(stateDir, run, p);
 
   /** The daemon's record of the one command whose text includes `text`, once `ready` holds for it (bounded). */
   const operation = async (text: string, ready: (r: ExecRecord) => boolean, timeoutMs = 20_000): Promise<ExecRecord> => {

@@ -20,6 +20,7 @@ import type { Run } from '../../protocol/kruntimes/run';
 import { type CodeServer, startCodeServer } from '../../scripts/vscodeHost';
 import { packageExtension, REPO_ROOT } from '../../scripts/packageExtension';
 import { extensionLogs, launchWorkbench, type Workbench } from './workbench';
+import { readGatewayFile } from './gatewayFiles';
 
 /**
  * The processes of group `pgid` that still run: /proc entries in that group that are not zombies
@@ -76,13 +77,7 @@ for (const { api: gatewayApi, flow } of MODES) {
     let api: LocalGatewayClient;
     let run: Run;
 
-    const readSandboxFile = async (p: string) => {
-      const res = await fetch(`${(await ensureGateway({ stateDir })).url}${endpointPathOf(run)}/files/${p}`, {
-        headers: { authorization: `Bearer ${(await ensureGateway({ stateDir })).token}` },
-      });
-      const body = (await res.json()) as { contents: string | null };
-      return Buffer.from(body.contents ?? '', 'base64').toString('utf8');
-    };
+    const readSandboxFile = (p: string): Promise<string> => readGatewayFile(stateDir, run, p);
 
     /** The daemon's record of the one command whose text includes `text`, once `ready` holds for it (bounded). */
     const operation = async (text: string, ready: (r: ExecRecord) => boolean, timeoutMs = 20_000): Promise<ExecRecord> => {

@@ -14,6 +14,7 @@ import type { Run } from '../../protocol/kruntimes/run';
 import { packageExtension, REPO_ROOT } from '../../scripts/packageExtension';
 import { type CodeServer, startCodeServer } from '../../scripts/vscodeHost';
 import { launchWorkbench, type Workbench } from './workbench';
+import { readGatewayFile } from './gatewayFiles';
 
 describe('e2e: save → fork → activate → compare', function () {
   this.timeout(180_000);
@@ -25,13 +26,7 @@ describe('e2e: save → fork → activate → compare', function () {
   let wb: Workbench;
   let run: Run;
 
-  /** A file of the sandbox as the gateway reads it (not through the window). */
-  const readSandboxFile = async (p: string): Promise<string> => {
-    const gw = await ensureGateway({ stateDir });
-    const res = await fetch(`${gw.url}${endpointPathOf(run)}/files/${p}`, { headers: { authorization: `Bearer ${gw.token}` } });
-    const body = (await res.json()) as { contents: string | null };
-    return Buffer.from(body.contents ?? '', 'base64').toString('utf8');
-  };
+  const readSandboxFile = (p: string): Promise<string> => readGatewayFile(stateDir, run, p);
 
   before(async () => {
     work = fs.mkdtempSync(path.join(os.tmpdir(), 'sandbox-sessions-e2e-sessions-'));
