@@ -315,9 +315,12 @@ describe('local runtime: sources, inputs and clean-up', function () {
   it('accepts leaseTimeoutSeconds: the lease clock starts at Ready and, with no operations:ws heartbeat, expires the Run', async () => {
     // When the Runtime stored each phase, from its own events (the client's polling adds only noise).
     const storedAt: Record<string, number> = {};
+    let timeoutStored: () => void = () => undefined;
+    const timeoutEvent = new Promise<void>((resolve) => (timeoutStored = resolve));
     const onEvent = (e: { object: Run }) => {
       const phase = e.object.status?.phase;
       if (phase) storedAt[phase] ??= Date.now();
+      if (phase === 'Timeout') timeoutStored();
     };
     t.gw.runtime.on('event', onEvent);
     const created = await createRun(t.gw, { session: { leaseTimeoutSeconds: 1 } });
@@ -325,8 +328,7 @@ describe('local runtime: sources, inputs and clean-up', function () {
     const ready = await waitPhase(t.gw, created, ['Ready']);
     const leaseStart = t.gw.runtime.sessionByUid('default', 'process', ready.metadata.uid ?? '')?.session.leaseRenewedMs ?? 0;
     const ended = await waitPhase(t.gw, ready, ['Timeout'], 5000);
-    // A Timeout is seen at once and its event follows the write: wait for the event.
-    for (const deadline = Date.now() + 5000; storedAt.Timeout === undefined && Date.now() < deadline; ) await new Promise((r) => setTimeout(r, 10));
+    await timeoutEvent; // a Timeout is seen at once, and its event follows the write
     t.gw.runtime.off('event', onEvent);
     assert.ok(storedAt.Running !== undefined && leaseStart >= storedAt.Running, 'the lease clock must start at Ready, not before');
     assert.ok(storedAt.Timeout !== undefined && storedAt.Timeout - leaseStart >= 1000, `the lease ran its full second: ${JSON.stringify({ storedAt, leaseStart })}`);
