@@ -105,21 +105,24 @@ async function runForeground(
   const log = (line: string): void => writeLine(io.stderr, `${new Date().toISOString()} gateway: ${line}`);
   const { mkdir } = await import('node:fs/promises');
   await mkdir(stateDir, { recursive: true, mode: 0o700 });
-  const lock = await acquireDaemonLock(layout.gatewayLockFile);
-  if (!lock.acquired) {
-    // Another daemon holds the lock: it is running or starting. Wait (bounded) to name it.
-    const deadline = Date.now() + 15_000;
-    while (Date.now() < deadline) {
-      const found = await findGateway(stateDir);
-      if (found) {
-        if (mismatch(found)) return 1;
-        say(`gateway already running: ${found.url} (pid ${found.pid}), api ${found.api}`, { running: true, url: found.url, pid: found.pid, api: found.api, started: false });
-        return 0;
-      }
-      await new Promise((r) => setTimeout(r, 50));
+  // Another daemon may hold the lock: running, starting, or stopping (it releases the lock only
+  // after its server closed). Until a deadline, poll both: name the daemon once it answers, or
+  // take the lock as soon as a stopping one lets it go — a start that meets a stop then starts.
+  const deadline = Date.now() + 15_000;
+  let lock = await acquireDaemonLock(layout.gatewayLockFile);
+  while (!lock.acquired) {
+    const found = await findGateway(stateDir);
+    if (found) {
+      if (mismatch(found)) return 1;
+      say(`gateway already running: ${found.url} (pid ${found.pid}), api ${found.api}`, { running: true, url: found.url, pid: found.pid, api: found.api, started: false });
+      return 0;
     }
-    writeLine(io.stderr, `error: gateway pid ${lock.owner.pid} holds ${layout.gatewayLockFile} but is not healthy; stop it or remove the lock`);
-    return 1;
+    if (Date.now() >= deadline) {
+      writeLine(io.stderr, `error: gateway pid ${lock.owner.pid} holds ${layout.gatewayLockFile} but is not healthy; stop it or remove the lock`);
+      return 1;
+    }
+    await new Promise((r) => setTimeout(r, 50));
+    lock = await acquireDaemonLock(layout.gatewayLockFile);
   }
   let gateway;
   try {

@@ -12,6 +12,7 @@ import { Writable } from 'node:stream';
 import { runSandboxCommand } from '../../../server/cli/sandbox';
 import { findGateway, ensureGateway, stopGateway } from '../../../server/gateway/daemonClient';
 import { LocalGatewayClient, endpointPathOf } from '../../../server/gateway/localClient';
+import { bootId, processStartTime } from '../../../server/platform/processIdentity';
 
 const ROOT = path.resolve(__dirname, '../../..');
 const GATEWAY = [process.execPath, '--import', 'tsx', path.join(ROOT, 'test/fixtures/gatewayMain.ts')];
@@ -105,6 +106,28 @@ describe('local gateway daemon process', function () {
     assert.equal(await exited(first), 0);
     assert.equal(fs.existsSync(path.join(stateDir, 'gateway.json')), false);
     assert.equal(fs.existsSync(path.join(stateDir, 'gateway.lock')), false);
+  });
+
+  it('a start that meets a stopping daemon (lock held, not answering) starts as soon as the lock is let go', async () => {
+    // A stopping daemon keeps its lock until its server has closed, and answers no health check
+    // meanwhile: a live process named in the lock, no state file.
+    const stopping = spawn('sleep', ['30'], { stdio: 'ignore' });
+    children.push(stopping);
+    const lockFile = path.join(stateDir, 'gateway.lock');
+    const startTime = processStartTime(stopping.pid as number);
+    assert.ok(startTime);
+    await fsp.writeFile(lockFile, JSON.stringify({ pid: stopping.pid, startTime, bootId: bootId() }) + '\n', { mode: 0o600 });
+    const starter = startForeground(stateDir);
+    children.push(starter);
+    let err = '';
+    starter.stderr?.on('data', (d: Buffer) => (err += d.toString()));
+    await new Promise((r) => setTimeout(r, 500)); // the starter is waiting on the held lock
+    assert.equal(starter.exitCode, null, `the starter gave up while the lock was held: ${err}`);
+    await fsp.rm(lockFile); // the stopping daemon has closed and released its lock
+    // Well inside the 15 s a starter waits for a holder to answer: it took the lock and serves.
+    const found = await waitHealthy(stateDir, starter.pid, 5000);
+    assert.equal(found.pid, starter.pid, err);
+    assert.equal(JSON.parse(await fsp.readFile(lockFile, 'utf8')).pid, starter.pid);
   });
 
   it('--detach returns once healthy, and ensureGateway reuses it', async () => {
