@@ -110,6 +110,7 @@ async function runForeground(
   // take the lock as soon as a stopping one lets it go — a start that meets a stop then starts.
   const deadline = Date.now() + 15_000;
   let lock = await acquireDaemonLock(layout.gatewayLockFile);
+  if (!lock.acquired) log(`pid ${lock.owner.pid} holds ${layout.gatewayLockFile}: waiting up to 15 s for it to answer or let go`);
   while (!lock.acquired) {
     const found = await findGateway(stateDir);
     if (found) {

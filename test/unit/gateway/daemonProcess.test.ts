@@ -121,8 +121,16 @@ describe('local gateway daemon process', function () {
     children.push(starter);
     let err = '';
     starter.stderr?.on('data', (d: Buffer) => (err += d.toString()));
-    await new Promise((r) => setTimeout(r, 500)); // the starter is waiting on the held lock
-    assert.equal(starter.exitCode, null, `the starter gave up while the lock was held: ${err}`);
+    // The starter says when it found the lock held, and waits.
+    await new Promise<void>((resolve, reject) => {
+      const check = (): void => {
+        if (/holds .*gateway\.lock: waiting/.test(err)) resolve();
+        else if (starter.exitCode !== null) reject(new Error(`the starter exited instead of waiting: ${err}`));
+      };
+      starter.stderr?.on('data', check);
+      starter.once('exit', check);
+      check();
+    });
     await fsp.rm(lockFile); // the stopping daemon has closed and released its lock
     // Well inside the 15 s a starter waits for a holder to answer: it took the lock and serves.
     const found = await waitHealthy(stateDir, starter.pid, 5000);
