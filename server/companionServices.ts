@@ -3,9 +3,8 @@
 // made from sandboxes and back, revision indexes and activations. The companion server
 // (`sandbox-sessions server`) and the MCP server (`sandbox-sessions mcp`) both start from here, so
 // an agent's save, open, fork and activation run the very code a person's do.
-import { z } from 'zod';
 import type { ProviderKind } from '../protocol/sandboxes';
-import type { ActivationCommandConfig } from './activation/sandboxLayout';
+import { activationCommandFromEnv } from './activation/sandboxLayout';
 import { ActivationService } from './activation/service';
 import type { Logger } from './log';
 import type { SessionRepository } from './repository/contract';
@@ -30,18 +29,6 @@ export interface CompanionServices {
   dispose(): Promise<void>;
 }
 
-/**
- * The activation command from SANDBOX_SESSIONS_ACTIVATION_COMMAND (a JSON array of strings, e.g.
- * `["maka","activate"]`; the extension sets it from `sandboxSessions.activation.command`).
- */
-function activationCommandFromEnv(): ActivationCommandConfig | undefined {
-  const raw = process.env.SANDBOX_SESSIONS_ACTIVATION_COMMAND;
-  if (!raw) return undefined;
-  const parsed = z.array(z.string().min(1)).min(1).safeParse(JSON.parse(raw));
-  if (!parsed.success) throw new Error('SANDBOX_SESSIONS_ACTIVATION_COMMAND must be a JSON array of strings, e.g. ["maka","activate"]');
-  return { argv: parsed.data };
-}
-
 export function createCompanionServices(log: Logger): CompanionServices {
   // kruntimes reads KUBECONFIG (else ~/.kube/config, else the in-cluster service account) lazily.
   const providers = new Map<ProviderKind, SandboxProvider>([
@@ -61,7 +48,7 @@ export function createCompanionServices(log: Logger): CompanionServices {
   let activations: Promise<ActivationService> | undefined;
   const openActivations = () => {
     activations ??= openRepository().then((repo) => {
-      const command = activationCommandFromEnv();
+      const command = activationCommandFromEnv(process.env);
       return new ActivationService({ repository: repo, providers: Object.fromEntries(providers), log, ...(command ? { command } : {}) });
     });
     activations.catch(() => (activations = undefined));

@@ -4,15 +4,33 @@
 // timeout, cancellation, a sandbox that vanished, an agent that died without an outcome, or an
 // outcome whose exit code is not the contract's.
 import { type ActivationEvent, type ActivationOutcomeEvent, OUTCOME_EXIT_CODES } from '../../protocol/activation';
+import { GrpcCode } from '../../protocol/kruntimes/gateway';
 import type { GatewayClient } from '../../protocol/kruntimes/gatewayClient';
 import { ActivationError } from './errors';
 import { ActivationJsonlReader } from './jsonlReader';
+import { ACTIVATION_COMMAND_SETTINGS } from './sandboxLayout';
 
 const STDERR_TAIL_BYTES = 4096;
 
 export interface AgentRun {
   outcome: ActivationOutcomeEvent;
   exitCode: number;
+}
+
+/**
+ * The gateway answered the command with an error instead of running it. InvalidArgument is a command
+ * that cannot start (not on the sandbox's PATH, not executable): the agent's fault, and the person can
+ * fix it; anything else is the sandbox's.
+ */
+function commandRefused(failed: { code: number; message?: string | undefined }, argv: string[]): ActivationError {
+  const detail = (failed.message ?? `gRPC status ${failed.code}`).slice(0, 300);
+  if (failed.code === GrpcCode.InvalidArgument) {
+    return new ActivationError(
+      'agent_failed',
+      `the activation command \`${argv[0] ?? ''}\` could not start in the sandbox (${detail}); install it in the sandbox, or set another with ${ACTIVATION_COMMAND_SETTINGS}. Nothing was committed`,
+    );
+  }
+  return new ActivationError('sandbox_lost', `the sandbox could not run the activation command (${detail}); nothing was committed`);
 }
 
 export async function runAgentCommand(input: {
@@ -55,7 +73,7 @@ export async function runAgentCommand(input: {
         if (!sawStdout && command.stdout) reader.push(Buffer.from(command.stdout, 'base64'));
         if (stderr.length === 0 && command.stderr) stderr = Buffer.from(command.stderr, 'base64').subarray(-STDERR_TAIL_BYTES);
       } else if (event.type === 'failed') {
-        throw new ActivationError('sandbox_lost', `the sandbox failed the activation command: ${JSON.stringify(event.failed).slice(0, 300)}`);
+        throw commandRefused(event.failed, input.argv);
       }
     }
     reader.end();

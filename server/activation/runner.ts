@@ -155,7 +155,7 @@ export class ActivationRunner {
           : options.signal?.aborted && !isActivationError(err)
             ? new ActivationError('activation_cancelled', 'the activation was cancelled; nothing was committed')
             : classify(err);
-      this.options.log.warn('activation not committed', { sessionId, activationId, attempt, code: e.code, error: e.message });
+      this.options.log.info('activation not committed', { sessionId, activationId, attempt, code: e.code, error: e.message });
       if (e.code !== 'ownership_lost') await this.records.recordAborted(request, token, e);
       return notCommitted(request, e.code, e.message, attempt);
     } finally {

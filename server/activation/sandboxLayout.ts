@@ -3,6 +3,7 @@
 // the per-activation config root (credentials; never packed) and the request file — three
 // non-overlapping roots, as `maka activate` requires — and the activation command line.
 import posix from 'node:path/posix';
+import { z } from 'zod';
 
 export const REMOTE = {
   session: 'session',
@@ -25,6 +26,28 @@ export interface ActivationCommandConfig {
 }
 
 export const DEFAULT_ACTIVATION_COMMAND: ActivationCommandConfig = { argv: ['maka', 'activate'] };
+
+/** Where a person sets another activation command, for messages that tell them how. */
+export const ACTIVATION_COMMAND_SETTINGS = 'SANDBOX_SESSIONS_ACTIVATION_COMMAND (a JSON array), the CLI\'s `-- <command…>` or VS Code\'s sandboxSessions.activation.command';
+
+/**
+ * The activation command from SANDBOX_SESSIONS_ACTIVATION_COMMAND (a JSON array of strings, e.g.
+ * `["maka","activate"]`; the extension sets it from `sandboxSessions.activation.command`), for the
+ * companion server and the CLI alike; undefined when it is not set.
+ */
+export function activationCommandFromEnv(env: NodeJS.ProcessEnv): ActivationCommandConfig | undefined {
+  const raw = env.SANDBOX_SESSIONS_ACTIVATION_COMMAND;
+  if (!raw) return undefined;
+  let value: unknown;
+  try {
+    value = JSON.parse(raw);
+  } catch {
+    value = undefined;
+  }
+  const parsed = z.array(z.string().min(1)).min(1).safeParse(value);
+  if (!parsed.success) throw new Error(`SANDBOX_SESSIONS_ACTIVATION_COMMAND must be a JSON array of strings, e.g. ["maka","activate"], not ${raw.slice(0, 80)}`);
+  return { argv: parsed.data };
+}
 
 export function activationArgv(command: ActivationCommandConfig, sandboxRoot: string): string[] {
   const abs = (rel: string) => posix.join(sandboxRoot, rel);

@@ -7,7 +7,7 @@ import fs from 'node:fs/promises';
 import type { ActivationEvent, ActivationResult } from '../../protocol/activation';
 import { ActivationError } from '../activation/errors';
 import type { ActivationCredentials } from '../activation/runner';
-import { DEFAULT_ACTIVATION_COMMAND } from '../activation/sandboxLayout';
+import { activationCommandFromEnv, DEFAULT_ACTIVATION_COMMAND } from '../activation/sandboxLayout';
 import { ActivationService } from '../activation/service';
 import { createLogger } from '../log';
 import type { SessionRepository } from '../repository/contract';
@@ -50,7 +50,8 @@ Options:
   --timeout <seconds>           cancel the agent after this long (default and maximum 300)
   --repository <dir|postgres://…>
   --json                        JSON lines: {"provisional": event} …, then {"result": …}
-  -- <argv…>                    the activation command (default: maka activate); the roots and --input are appended
+  -- <argv…>                    the activation command (default: $SANDBOX_SESSIONS_ACTIVATION_COMMAND, a JSON array,
+                                else maka activate); the roots and --input are appended
 
 Exit codes: 0 committed, 1 not committed (the reason is printed), 2 usage error, 3 refused (session busy,
 activation in progress, idempotency conflict).
@@ -184,7 +185,7 @@ export async function runActivateCommand(argv: string[], io: CommandIo, deps: Ac
       repository: repo,
       providers: localProviders(deps),
       log: createLogger(io.stderr, 'warn'),
-      command: { ...(args.rest.length > 0 ? { argv: args.rest } : DEFAULT_ACTIVATION_COMMAND), ...(timeoutMs !== undefined ? { timeoutMs } : {}) },
+      command: { ...(args.rest.length > 0 ? { argv: args.rest } : (activationCommandFromEnv(deps.env ?? process.env) ?? DEFAULT_ACTIVATION_COMMAND)), ...(timeoutMs !== undefined ? { timeoutMs } : {}) },
       credentials: () => credentials,
     });
     const agentId = flag(args, 'agent-id');

@@ -8,6 +8,7 @@ import { GatewayClient } from '../../protocol/kruntimes/gatewayClient';
 import type { ProviderInfo, SandboxRef, SandboxSummary } from '../../protocol/sandboxes';
 import { createLogger } from '../log';
 import { KruntimesSandboxProvider } from '../sandboxes/kruntimes/kruntimesProvider';
+import { SandboxError } from '../sandboxes/provider';
 import { bool, type CommandHelp, flag, parseVerb, UsageError, verbHelp, writeLine, type ParsedArgs } from './args';
 import { logQuery, readLogUntilInterrupt, withKubectlFollow } from './logFlags';
 import { parsePortSpec, PORT_FORWARD_SYNOPSIS, runPortForward } from './portForward';
@@ -74,7 +75,8 @@ export async function runKruntimesCommand(argv: string[], io: CommandIo, opts: {
   try {
     const info = async () => {
       const i = await provider.info();
-      if (i.contexts.length === 0) throw new UsageError(i.reason ?? 'no kubeconfig contexts');
+      // No kubeconfig is not a mistake in the command line: say what to set up, without the usage.
+      if (i.contexts.length === 0) throw new SandboxError('provider_unavailable', i.reason ?? 'the kubeconfig has no contexts');
       return i;
     };
     const contextName = flag(args, 'context');

@@ -7,21 +7,11 @@
 import assert from 'node:assert/strict';
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { REPO_ROOT } from '../../scripts/packageExtension';
+import { newUserEnv } from './newUser';
 import { launchWorkbench, type Workbench } from './workbench';
-
-/** PATH as a user's shell has it: without this project's node_modules/.bin and without a desktop `code`. */
-function userPath(): string {
-  return (process.env.PATH ?? '')
-    .split(path.delimiter)
-    .filter((dir) => dir !== '' && !dir.includes('node_modules'))
-    // With a desktop `code` on PATH, `npm start` opens it instead of code-server (README).
-    .filter((dir) => !fs.existsSync(path.join(dir, 'code')))
-    .join(path.delimiter);
-}
 
 /** Live processes whose command line mentions `needle` (read from /proc, no tool needed). */
 function processesMentioning(needle: string): string[] {
@@ -60,13 +50,12 @@ describe('e2e: `npm start` as a new user runs it', function () {
   let sandbox: string;
   let url: string;
 
-  /** The CLI as README documents it, run with the user's environment. */
+  /** The CLI as README documents it (`bin/sandbox-sessions`), run with the user's environment. */
   const cli = (...args: string[]) =>
-    execFileSync(process.execPath, [path.join(REPO_ROOT, 'dist/server.js'), ...args], { env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 30_000 });
+    execFileSync(path.join(REPO_ROOT, 'bin/sandbox-sessions'), args, { env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 30_000 });
 
   before(async () => {
-    home = fs.mkdtempSync(path.join(os.tmpdir(), 'sandbox-sessions-new-user-'));
-    env = { HOME: home, PATH: userPath(), LANG: 'C.UTF-8' };
+    ({ home, env } = newUserEnv('new-user'));
     // Its own process group, as a terminal's foreground job: Ctrl+C signals the whole group.
     start = spawn('npm', ['start'], { cwd: REPO_ROOT, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
     start.stdout?.on('data', (d: Buffer) => (output += d.toString()));

@@ -48,6 +48,25 @@ describe('session activate / session fork CLI (real local gateway)', function ()
     assert.match(again.out(), /already done by this fork id/);
   });
 
+  it('an activation command the sandbox does not have: agent_failed, naming it and where to set another; SANDBOX_SESSIONS_ACTIVATION_COMMAND is used', async () => {
+    const notInstalled = captureIo();
+    const deps = { providers: { local: world.provider }, env: {} };
+    assert.equal(await runActivateCommand(['cli-missing', '--message', 'x', '--repository', world.repoRoot, '--', 'no-such-agent-here', 'activate'], notInstalled.io, deps), 1);
+    assert.match(notInstalled.out(), /not committed: agent_failed: the activation command `no-such-agent-here` could not start in the sandbox \(.*executable file not found in \$PATH\)/);
+    assert.match(notInstalled.out(), /SANDBOX_SESSIONS_ACTIVATION_COMMAND/);
+    assert.doesNotMatch(notInstalled.out() + notInstalled.err(), /sandbox_lost|\{"code"/, 'not a lost sandbox, and no raw JSON');
+    assert.equal(notInstalled.err(), '', 'the result says it once: no log line beside it');
+
+    // With no `--` command, the environment's command is the one that runs.
+    const fromEnv = captureIo();
+    const env = { SANDBOX_SESSIONS_ACTIVATION_COMMAND: JSON.stringify([process.execPath, AGENT_SCRIPT, 'activate']) };
+    assert.equal(await runActivateCommand(['cli-env', '--message', 'from env', '--repository', world.repoRoot], fromEnv.io, { providers: { local: world.provider }, env }), 0, fromEnv.out() + fromEnv.err());
+    assert.match(fromEnv.out(), /committed cli-env@r1: completed\n/);
+    const bad = captureIo();
+    assert.equal(await runActivateCommand(['cli-env', '--message', 'x', '--repository', world.repoRoot], bad.io, { providers: { local: world.provider }, env: { SANDBOX_SESSIONS_ACTIVATION_COMMAND: 'maka activate' } }), 1);
+    assert.match(bad.err() + bad.out(), /SANDBOX_SESSIONS_ACTIVATION_COMMAND must be a JSON array of strings/);
+  });
+
   it('usage errors exit 2; a failed activation exits 1 and says why; a refused fork exits 3 or 1', async () => {
     const deps = { providers: { local: world.provider }, env: {} };
     const u1 = captureIo();

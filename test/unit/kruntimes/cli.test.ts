@@ -64,5 +64,11 @@ forEachClusterEra('sandbox-sessions kruntimes CLI', function (era) {
     const missing = await cli('get', 'nope');
     assert.equal(missing.code, 1);
     assert.match(missing.err, /sandbox_not_found/);
+    // No kubeconfig at all is a set-up to do, not a usage mistake: what to set, no usage text, exit 1.
+    const home = fs.mkdtempSync(path.join(target.dir, 'no-kube-'));
+    const none = captureIo();
+    assert.equal(await runKruntimesCommand(['contexts'], none.io, { env: { HOME: home } }), 1);
+    assert.match(none.err(), /^error \(provider_unavailable\): no kubeconfig found: set KUBECONFIG or create ~\/\.kube\/config/);
+    assert.doesNotMatch(none.err(), /usage:/);
   });
 });
