@@ -42,8 +42,9 @@ function expand(spec: string): string[] {
   const abs = path.resolve(ROOT, spec);
   if (!fs.existsSync(abs)) throw new Error(`no such spec: ${spec}`);
   if (!fs.statSync(abs).isDirectory()) return [spec];
+  // Its subfolders too: `test/unit` names every unit suite.
   return fs
-    .readdirSync(abs)
+    .readdirSync(abs, { recursive: true, encoding: 'utf8' })
     .filter((f) => f.endsWith('.test.ts'))
     .sort()
     .map((f) => path.join(spec, f));
