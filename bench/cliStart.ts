@@ -4,7 +4,8 @@
 //   cases:  `--help`; `bundle cleanup <empty dir>` (a trivial command); `sandbox list` against a
 //           running daemon (the gateway round trip included); `sandbox exec NAME -- true` on one Ready
 //           local sandbox (process backend), against its own baseline: the same Node spawning `true` and
-//           waiting for it; the daemon's RSS once it is healthy and again after the calls (idle).
+//           waiting for it — once on the bundled CLI, once through bin/sandbox-sessions as README has people run
+//           it; the daemon's RSS once it is healthy and again after the calls (idle).
 // Wall time is measured here around the spawn; peak RSS of each child is GNU time's %M (max RSS).
 // Acceptance (issue 25): a trivial command ≤ 0.08 s and ≤ 60 MB; `sandbox exec … -- true` ≤ 3× its
 // baseline; daemon idle RSS ≤ 60 MB.
@@ -18,6 +19,7 @@ import { ensureGateway, stopGateway } from '../server/gateway/daemonClient';
 const RUNS = Number(process.argv[2] ?? '15');
 const REPO = path.join(__dirname, '..');
 const CLI = path.join(REPO, 'dist/server.js');
+const WRAPPER = path.join(REPO, 'bin/sandbox-sessions');
 const TIME = '/usr/bin/time';
 const BASE = 'node -e 0 (baseline)';
 
@@ -26,12 +28,12 @@ interface Sample {
   maxRssKb: number;
 }
 
-/** Runs `node <args>` under GNU time; rejects on a non-zero exit (a broken case must not look fast). */
-async function run(args: string[]): Promise<Sample> {
+/** Runs `node <args>` (or `program <args>`) under GNU time; rejects on a non-zero exit (a broken case must not look fast). */
+async function run(args: string[], program: string = process.execPath): Promise<Sample> {
   const out = path.join(os.tmpdir(), `cli-start-${process.pid}.time`);
   const started = process.hrtime.bigint();
   const code = await new Promise<number | null>((resolve, reject) => {
-    const child = spawn(TIME, ['-o', out, '-f', '%M', process.execPath, ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(TIME, ['-o', out, '-f', '%M', program, ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
     let stderr = '';
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     child.on('error', reject);
@@ -64,14 +66,16 @@ async function main(): Promise<void> {
   fs.mkdirSync(empty);
   const SPAWN_BASE = 'node spawning `true` (baseline)';
   const sandbox = 'bench';
-  /** Each case: its name, the node arguments, the baseline its ratios are against, and its goal. */
-  const cases: { name: string; args: string[]; base: string; goal?: string }[] = [
+  /** Each case: its name, the node arguments (or another program's), the baseline its ratios are against, and its goal. */
+  const cases: { name: string; args: string[]; program?: string; base: string; goal?: string }[] = [
     { name: BASE, args: ['-e', '0'], base: BASE },
     { name: '--help', args: [CLI, '--help'], base: BASE },
     { name: 'bundle cleanup <empty dir>', args: [CLI, 'bundle', 'cleanup', empty], base: BASE, goal: '≤ 80 ms, ≤ 60 MB' },
     { name: 'sandbox list (daemon running)', args: [CLI, 'sandbox', 'list', '--state-dir', stateDir], base: BASE },
     { name: SPAWN_BASE, args: ['-e', "require('node:child_process').spawnSync('true')"], base: SPAWN_BASE },
     { name: `sandbox exec ${sandbox} -- true`, args: [CLI, 'sandbox', 'exec', sandbox, '--state-dir', stateDir, '--', 'true'], base: SPAWN_BASE, goal: '≤ 3.00 × base wall' },
+    // The same call the way README has people run the CLI: bin/sandbox-sessions on PATH (a shell that execs Node).
+    { name: `bin/sandbox-sessions sandbox exec`, program: WRAPPER, args: ['sandbox', 'exec', sandbox, '--state-dir', stateDir, '--', 'true'], base: SPAWN_BASE, goal: '≤ 3.00 × base wall' },
   ];
   try {
     const gateway = await ensureGateway({ stateDir, command: [process.execPath, CLI, 'gateway'] });
@@ -79,9 +83,9 @@ async function main(): Promise<void> {
     // One Ready local sandbox (process backend) for `sandbox exec`; created once, not measured.
     await run([CLI, 'sandbox', 'create', '--name', sandbox, '--runtime', 'process', '--state-dir', stateDir]);
     const samples = new Map<string, Sample[]>(cases.map((c) => [c.name, []]));
-    for (const c of cases) await run(c.args); // warm the page cache once, unrecorded
+    for (const c of cases) await run(c.args, c.program); // warm the page cache once, unrecorded
     for (let i = 0; i < RUNS; i++) {
-      for (const c of cases) samples.get(c.name)?.push(await run(c.args));
+      for (const c of cases) samples.get(c.name)?.push(await run(c.args, c.program));
     }
     const daemonIdleKb = rssKb(gateway.pid);
     const medians = (name: string): { wall: number; rss: number } => {

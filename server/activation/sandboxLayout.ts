@@ -4,6 +4,7 @@
 // non-overlapping roots, as `maka activate` requires — and the activation command line.
 import posix from 'node:path/posix';
 import { z } from 'zod';
+import { ActivationError } from './errors';
 
 export const REMOTE = {
   session: 'session',
@@ -45,7 +46,7 @@ export function activationCommandFromEnv(env: NodeJS.ProcessEnv): ActivationComm
     value = undefined;
   }
   const parsed = z.array(z.string().min(1)).min(1).safeParse(value);
-  if (!parsed.success) throw new Error(`SANDBOX_SESSIONS_ACTIVATION_COMMAND must be a JSON array of strings, e.g. ["maka","activate"], not ${raw.slice(0, 80)}`);
+  if (!parsed.success) throw new ActivationError('invalid_request', `SANDBOX_SESSIONS_ACTIVATION_COMMAND must be a JSON array of strings, e.g. ["maka","activate"], not ${raw.slice(0, 80)}`);
   return { argv: parsed.data };
 }
 

@@ -63,8 +63,8 @@ describe('session activate / session fork CLI (real local gateway)', function ()
     assert.equal(await runActivateCommand(['cli-env', '--message', 'from env', '--repository', world.repoRoot], fromEnv.io, { providers: { local: world.provider }, env }), 0, fromEnv.out() + fromEnv.err());
     assert.match(fromEnv.out(), /committed cli-env@r1: completed\n/);
     const bad = captureIo();
-    assert.equal(await runActivateCommand(['cli-env', '--message', 'x', '--repository', world.repoRoot], bad.io, { providers: { local: world.provider }, env: { SANDBOX_SESSIONS_ACTIVATION_COMMAND: 'maka activate' } }), 1);
-    assert.match(bad.err() + bad.out(), /SANDBOX_SESSIONS_ACTIVATION_COMMAND must be a JSON array of strings/);
+    assert.equal(await runActivateCommand(['cli-env', '--message', 'x', '--repository', world.repoRoot], bad.io, { providers: { local: world.provider }, env: { SANDBOX_SESSIONS_ACTIVATION_COMMAND: 'maka activate' } }), 2);
+    assert.match(bad.err(), /invalid_request: SANDBOX_SESSIONS_ACTIVATION_COMMAND must be a JSON array of strings/);
   });
 
   it('usage errors exit 2; a failed activation exits 1 and says why; a refused fork exits 3 or 1', async () => {
