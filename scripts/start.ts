@@ -76,7 +76,7 @@ async function main(): Promise<void> {
     stopping = true;
     console.log('stopping code-server…');
     void server.stop().then(() => {
-      console.log(`code-server stopped; sandbox ${name} keeps running (sandbox-sessions sandbox close ${name} ends it)`);
+      console.log(`code-server stopped; sandbox ${name} keeps running (bin/sandbox-sessions sandbox close ${name} ends it)`);
       process.exit(0);
     });
   };

@@ -158,11 +158,19 @@ describe('e2e: `npm start` as a new user runs it', function () {
     await waitFor('every editor process to exit', () => (processesMentioning(editorRoot).length === 0 ? true : undefined), 20_000).catch(() => {
       throw new Error(`editor processes left after Ctrl+C:\n${processesMentioning(editorRoot).join('\n')}`);
     });
-    assert.match(output, /code-server stopped; sandbox \S+ keeps running/);
+    const printed = /code-server stopped; sandbox \S+ keeps running \((.+) ends it\)/.exec(output);
+    assert.ok(printed, output);
     const list = JSON.parse(cli('sandbox', 'list', '--json')) as { name: string; phase: string }[];
     assert.deepEqual(
       list.map((r) => [r.name, r.phase]),
       [[sandbox, 'Ready']],
+    );
+    // The command it prints to end the sandbox works as printed, in the folder `npm start` ran in.
+    execFileSync('bash', ['-c', printed[1] as string], { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'], timeout: 60_000 });
+    const after = JSON.parse(cli('sandbox', 'list', '--json')) as { name: string; phase: string }[];
+    assert.deepEqual(
+      after.map((r) => [r.name, r.phase]),
+      [[sandbox, 'Succeeded']],
     );
   });
 });
