@@ -25,6 +25,8 @@ export function commandModules() {
 
 /** Loads a command bundle with the code cache of its earlier runs (server/cli/warmCodeCache.ts). */
 const WARM_LOADER = path.join(root, 'server/cli/warmCodeCache.ts');
+/** Turns zod's generated parsers off for a short-lived command (server/cli/zodJitless.ts). */
+const ZOD_JITLESS = path.join(root, 'server/cli/zodJitless.ts');
 /**
  * The commands that run for long — the gateway daemon, the companion server, the MCP server — are required
  * plainly (Node's compile cache): their start is paid once, and the warm cache would give them the bytecode
@@ -35,8 +37,9 @@ const LONG_LIVED = new Set(['gateway', 'serverCommand', 'mcpCommand']);
 /**
  * In the dispatcher bundle, each `import('./cli/<module>.js')` of server/main.ts stays a run-time
  * load of dist/cli/<module>.js (its own bundle) instead of being bundled in — a short-lived command's
- * through requireCommandBundle, which compiles it with its warm code cache; any other dynamic import
- * there fails the build, since no bundle would exist for it.
+ * through requireCommandBundle, which compiles it with its warm code cache (and with zod's generated
+ * parsers off: server/cli/zodJitless.ts); any other dynamic import there fails the build, since no bundle
+ * would exist for it.
  * @param {string[]} modules
  */
 function commandsExternal(modules) {
@@ -54,7 +57,7 @@ function commandsExternal(modules) {
       });
       build.onLoad({ filter: /.*/, namespace }, (args) => ({
         // `__dirname` is dist/, where dist/server.js runs.
-        contents: `module.exports = require(${JSON.stringify(WARM_LOADER)}).requireCommandBundle(require('node:path').join(__dirname, ${JSON.stringify(args.path)})).exports;`,
+        contents: `require(${JSON.stringify(ZOD_JITLESS)}).parseSchemasWithoutJit(); module.exports = require(${JSON.stringify(WARM_LOADER)}).requireCommandBundle(require('node:path').join(__dirname, ${JSON.stringify(args.path)})).exports;`,
         resolveDir: root,
         loader: 'js',
       }));

@@ -109,7 +109,7 @@ describe('build: esbuild bundles', function () {
     const heavyIn = (file: string) => inputsOf(file).filter((i) => HEAVY.some((re) => re.test(i)));
     assert.deepEqual(heavyIn('server.js'), []);
     assert.deepEqual(
-      inputsOf('server.js').filter((i) => i.startsWith('server/') && !['server/main.ts', 'server/cli/args.ts', 'server/cli/compileCache.ts', 'server/cli/warmCodeCache.ts', 'server/version.ts'].includes(i)),
+      inputsOf('server.js').filter((i) => i.startsWith('server/') && !['server/main.ts', 'server/cli/args.ts', 'server/cli/compileCache.ts', 'server/cli/warmCodeCache.ts', 'server/cli/zodJitless.ts', 'server/version.ts'].includes(i)),
       [],
       'dist/server.js bundles command code: it must only dispatch',
     );
@@ -164,11 +164,12 @@ describe('build: esbuild bundles', function () {
     }
   });
 
-  it('for real: inside a command\'s bundle, a verb evaluates only what it runs: `bundle cleanup` no zod schemas, HTTP client or codec workers, `sandbox --help` no HTTP client, `sandbox exec` and `list` no undici', async function () {
+  it('for real: inside a command\'s bundle, a verb evaluates only what it runs: `bundle cleanup` no zod schemas, HTTP client or codec workers, `sandbox --help` no HTTP client, `sandbox exec` and `list` no undici; short-lived commands parse without generated code, the daemon with it', async function () {
     this.timeout(60_000);
     const work = fs.mkdtempSync(path.join(os.tmpdir(), 'lazy-verbs-'));
     // Preloaded: on exit, what the process evaluated — zod (its global registry, made when zod loads), an HTTP
-    // client (undici's global dispatcher, npm's or Node's own, set when it loads) and worker_threads (the codec's pool).
+    // client (undici's global dispatcher, npm's or Node's own, set when it loads) and worker_threads (the codec's pool) —
+    // and whether zod's generated parsers were off (server/cli/zodJitless.ts).
     const preload = path.join(work, 'record-evaluated.cjs');
     fs.writeFileSync(
       preload,
@@ -176,38 +177,48 @@ describe('build: esbuild bundles', function () {
         zod: globalThis.__zod_globalRegistry !== undefined,
         undici: globalThis[Symbol.for('undici.globalDispatcher.1')] !== undefined,
         workerThreads: process.moduleLoadList.some((m) => /\\bworker_threads$/.test(m)),
+        jitless: globalThis.__zod_globalConfig?.jitless === true,
       })));\n`,
     );
-    const evaluated = async (argv: string[]): Promise<{ zod: boolean; undici: boolean; workerThreads: boolean }> => {
+    type Evaluated = { zod: boolean; undici: boolean; workerThreads: boolean; jitless: boolean };
+    const evaluated = async (argv: string[]): Promise<Evaluated> => {
       const out = path.join(work, `evaluated-${argv.join('-').replace(/[^\w-]/g, '_')}.json`);
       const env = { ...process.env, EVALUATED_OUT: out, XDG_CACHE_HOME: path.join(work, 'cache') };
       const child = spawn(process.execPath, ['--require', preload, path.join(outdir, 'server.js'), ...argv], { env, stdio: ['ignore', 'ignore', 'pipe'] });
       let stderr = '';
       child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
       assert.equal(await new Promise((resolve) => child.on('close', resolve)), 0, stderr);
-      return JSON.parse(fs.readFileSync(out, 'utf8')) as { zod: boolean; undici: boolean; workerThreads: boolean };
+      return JSON.parse(fs.readFileSync(out, 'utf8')) as Evaluated;
     };
     try {
       const empty = path.join(work, 'empty');
       fs.mkdirSync(empty);
-      assert.deepEqual(await evaluated(['bundle', 'cleanup', empty]), { zod: false, undici: false, workerThreads: false });
+      assert.deepEqual(await evaluated(['bundle', 'cleanup', empty]), { zod: false, undici: false, workerThreads: false, jitless: true });
       assert.equal((await evaluated(['sandbox', '--help'])).undici, false, '`sandbox --help` loaded the gateway client');
       // The verbs that reach the local daemon (plain http on loopback) go through node:http, not undici (~0.1 s a call).
       const stateDir = path.join(work, 'state');
       const server = path.join(outdir, 'server.js');
       try {
-        await ensureGateway({ stateDir, command: [process.execPath, server, 'gateway'] });
+        // `env` execs node (same pid): the daemon started as the CLI starts it, plus the preload.
+        const daemonOut = path.join(work, 'evaluated-daemon.json');
+        await ensureGateway({ stateDir, command: ['env', `EVALUATED_OUT=${daemonOut}`, process.execPath, '--require', preload, server, 'gateway'] });
         await evaluated(['sandbox', 'create', '--name', 'probe', '--runtime', 'process', '--state-dir', stateDir]);
-        assert.equal((await evaluated(['sandbox', 'exec', 'probe', '--state-dir', stateDir, '--', 'true'])).undici, false, '`sandbox exec` loaded undici');
+        const exec = await evaluated(['sandbox', 'exec', 'probe', '--state-dir', stateDir, '--', 'true']);
+        assert.equal(exec.undici, false, '`sandbox exec` loaded undici');
+        assert.equal(exec.jitless, true, '`sandbox exec` parsed with generated code');
         assert.equal((await evaluated(['sandbox', 'list', '--state-dir', stateDir])).undici, false, '`sandbox list` loaded undici');
         // Each short-lived command's bundle left its warm code cache (server/cli/warmCodeCache.ts) for the next call.
         const warm = fs.readdirSync(path.join(work, 'cache', 'sandbox-sessions', 'compile-cache', 'warm')).map((f) => f.split('-')[0]).sort();
         assert.deepEqual(warm, ['bundle', 'sandbox']);
+        assert.equal(await stopGateway({ stateDir }), true);
+        const daemon = JSON.parse(fs.readFileSync(daemonOut, 'utf8')) as Evaluated;
+        assert.equal(daemon.zod, true);
+        assert.equal(daemon.jitless, false, 'the daemon parses all day: it keeps zod\'s generated parsers');
       } finally {
         await stopGateway({ stateDir });
       }
       // The probes can see them: `kruntimes` (the Kubernetes client, undici, its schemas) evaluates all three at load.
-      assert.deepEqual(await evaluated(['kruntimes', '--help']), { zod: true, undici: true, workerThreads: true });
+      assert.deepEqual(await evaluated(['kruntimes', '--help']), { zod: true, undici: true, workerThreads: true, jitless: true });
     } finally {
       fs.rmSync(work, { recursive: true, force: true });
     }
