@@ -51,11 +51,19 @@ function median(xs: number[]): number {
   return s[Math.floor(s.length / 2)] ?? NaN;
 }
 
-function rssKb(pid: number): number {
-  const m = /^VmRSS:\s+(\d+) kB$/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
-  if (!m) throw new Error(`no VmRSS for pid ${pid}`);
-  return Number(m[1]);
+/** A live process's resident set: all of it, and its anonymous part (its own memory; the rest is file pages — mostly the Node binary's code, shared by every Node process). */
+function rssKb(pid: number): { total: number; anon: number } {
+  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+  const field = (name: string): number => {
+    const m = new RegExp(`^${name}:\\s+(\\d+) kB$`, 'm').exec(status);
+    if (!m) throw new Error(`no ${name} for pid ${pid}`);
+    return Number(m[1]);
+  };
+  return { total: field('VmRSS'), anon: field('RssAnon') };
 }
+
+const daemonRss = (kb: { total: number; anon: number }, baseRss: number): string =>
+  `${(kb.total / 1024).toFixed(1)} MB (${(kb.total / baseRss).toFixed(2)} × base peak; its own, anonymous: ${(kb.anon / 1024).toFixed(1)} MB)`;
 
 async function main(): Promise<void> {
   if (!fs.existsSync(CLI)) throw new Error(`${CLI} is missing: run \`npm run build\` first`);
@@ -103,8 +111,8 @@ async function main(): Promise<void> {
         `${c.name.padEnd(34)} ${wall.toFixed(1).padStart(8)} ${(wall / base.wall).toFixed(2).padStart(7)} ${(rss / 1024).toFixed(1).padStart(8)} ${(rss / base.rss).toFixed(2).padStart(7)}  ${c.goal ?? ''}${c.goal ? against : ''}`,
       );
     }
-    console.log(`daemon RSS once healthy: ${(daemonStartKb / 1024).toFixed(1)} MB (${(daemonStartKb / baseRss).toFixed(2)} × base peak)`);
-    console.log(`daemon RSS idle after ${RUNS + 1} lists and execs: ${(daemonIdleKb / 1024).toFixed(1)} MB (${(daemonIdleKb / baseRss).toFixed(2)} × base peak)`);
+    console.log(`daemon RSS once healthy: ${daemonRss(daemonStartKb, baseRss)}`);
+    console.log(`daemon RSS idle after ${RUNS + 1} lists and execs: ${daemonRss(daemonIdleKb, baseRss)}`);
   } finally {
     await stopGateway({ stateDir }).catch(() => false);
     fs.rmSync(work, { recursive: true, force: true });
