@@ -28,7 +28,12 @@ export async function runGatewayCommand(argv: string[], io: CliIo, opts: { comma
   let args;
   try {
     args = parseArgs(argv, { booleans: ['detach', 'stop', 'status', 'json'], values: ['state-dir', 'port', 'api'] });
-    if (args.positionals.length > 0) throw new UsageError(`unexpected argument ${args.positionals[0]}`);
+    const extra = args.positionals[0];
+    if (extra !== undefined) {
+      // `gateway stop` reads like `sandbox close`: name the flag that does it.
+      const hint = ['detach', 'stop', 'status'].includes(extra) ? ` (did you mean \`gateway --${extra}\`?)` : '';
+      throw new UsageError(`unexpected argument ${extra}${hint}`);
+    }
   } catch (err) {
     writeLine(io.stderr, `error: ${(err as Error).message}\n${USAGE}`);
     return 2;

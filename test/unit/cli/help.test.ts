@@ -72,6 +72,17 @@ describe('cli: --help and -h on every command and subcommand', () => {
     assert.match(unknown.stderr, /unknown command "frobnicate"/);
   });
 
+  it('`gateway stop` (a verb where the gateway takes a flag) names the flag that does it, exit 2, nothing started', async () => {
+    for (const verb of ['stop', 'status', 'detach']) {
+      const r = await cli(['gateway', verb]);
+      assert.equal(r.code, 2, verb);
+      assert.match(r.stderr.split('\n')[0] ?? '', new RegExp(`^error: unexpected argument ${verb} \\(did you mean \`gateway --${verb}\`\\?\\)$`));
+    }
+    const other = await cli(['gateway', 'restart']);
+    assert.equal(other.code, 2);
+    assert.equal(other.stderr.split('\n')[0], 'error: unexpected argument restart');
+  });
+
   it('-h after `--` is the sandbox command\'s argument: exec runs (and here fails for want of a gateway) instead of printing help', async () => {
     assert.equal(wantsHelp(['exec', 'box', '--', 'ls', '-h']), false);
     assert.equal(wantsHelp(['exec', 'box', '--', 'ls', '--help']), false);

@@ -54,6 +54,48 @@ describe('opensandbox client (server/sandboxes/opensandbox)', function () {
     });
   });
 
+  describe('401s beyond the key check (a server in another auth mode, a proxy in front of it)', () => {
+    /** A lifecycle server that answers every call with one 401 body. */
+    async function answering401(body: string): Promise<{ domain: string; close(): Promise<void> }> {
+      const server = http.createServer((req, res) => {
+        req.resume();
+        res.writeHead(401, { 'content-type': body.startsWith('{') ? 'application/json' : 'text/plain' }).end(body);
+      });
+      await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+      return { domain: `127.0.0.1:${(server.address() as { port: number }).port}`, close: () => new Promise<void>((r) => server.close(() => r())) };
+    }
+    const key = `key-${crypto.randomBytes(8).toString('hex')}`;
+
+    it('a code other than the key check\'s is said with the server\'s words, not as a refused key', async () => {
+      const server = await answering401(JSON.stringify({ code: 'MISSING_TRUSTED_IDENTITY', message: 'Trusted identity headers are required.' }));
+      try {
+        const e = await rejectsWith(new OpenSandboxClient(resolveConnection({ domain: server.domain, apiKey: key })).listOurs(), 'Unauthenticated');
+        assert.match(e.message, /answered 401 MISSING_TRUSTED_IDENTITY: Trusted identity headers are required\. The server wants more than an API key/);
+        assert.doesNotMatch(e.message, /refused|OPEN_SANDBOX_API_KEY/, 'a new key would not help: the message must not send the user after one');
+        assert.equal(e.upstream?.code, 'MISSING_TRUSTED_IDENTITY');
+        assert.ok(!JSON.stringify(e).includes(key) && !e.message.includes(key));
+      } finally {
+        await server.close();
+      }
+    });
+
+    it('the key check\'s own codes, and a 401 without a code, still point at the key setting', async () => {
+      for (const [body, words] of [
+        [JSON.stringify({ code: 'INVALID_API_KEY', message: 'Authentication credentials are invalid.' }), /answered 401 \(the API key was refused\)\. Set OPEN_SANDBOX_API_KEY/],
+        [JSON.stringify({ code: 'MISSING_API_KEY', message: 'Authentication credentials are missing.' }), /answered 401 \(no API key was sent\)\. Set OPEN_SANDBOX_API_KEY/],
+        ['Unauthorized', /answered 401 \(the API key was refused: Unauthorized\)\. Set OPEN_SANDBOX_API_KEY/],
+      ] as const) {
+        const server = await answering401(body);
+        try {
+          const e = await rejectsWith(new OpenSandboxClient(resolveConnection({ domain: server.domain, apiKey: key })).listOurs(), 'Unauthenticated');
+          assert.match(e.message, words, body);
+        } finally {
+          await server.close();
+        }
+      }
+    });
+  });
+
   describe('against the target', () => {
     let target: Target;
     let client: OpenSandboxClient;
