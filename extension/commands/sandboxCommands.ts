@@ -1,5 +1,6 @@
 // The sandbox commands of the palette, the Sandboxes view and the status bar: New Sandbox… (and
-// New Sandbox Here on a namespace of the view), Open Sandbox (as a workspace folder or in a new window), Open Terminal, Close Sandbox (Drain),
+// New Sandbox Here on a namespace of the view), Open Sandbox (as a workspace folder or in a new window), Open Terminal (and Open
+// Sandbox Terminal Here on a folder in the Explorer), Close Sandbox (Drain),
 // Cancel Sandbox (Immediate), Delete, Download Artifacts…, Grant to Agents / Revoke from Agents, Show Logs. Long work runs under
 // withProgress with a working Cancel. Each command lives in its own file under commands/sandbox/; this registers them.
 import * as vscode from 'vscode';
@@ -8,7 +9,7 @@ import { setAgentGrant } from './sandbox/agentGrant';
 import type { CommandDeps, SandboxCommandContext } from './sandbox/context';
 import { downloadArtifacts } from './sandbox/downloadArtifacts';
 import { newSandbox, newSandboxHere } from './sandbox/newSandbox';
-import { openSandbox, openSandboxInNewWindow, openSandboxTerminal } from './sandbox/openSandbox';
+import { openSandbox, openSandboxInNewWindow, openSandboxTerminal, openSandboxTerminalHere } from './sandbox/openSandbox';
 import { deleteSandbox, sandboxActions } from './sandbox/sandboxActions';
 import { terminate } from './sandbox/terminate';
 
@@ -26,6 +27,7 @@ export function registerSandboxCommands(deps: CommandDeps): vscode.Disposable[] 
     reg('sandboxSessions.openSandbox', openSandbox),
     reg('sandboxSessions.openSandboxInNewWindow', openSandboxInNewWindow),
     reg('sandboxSessions.openTerminal', openSandboxTerminal),
+    reg('sandboxSessions.openTerminalHere', openSandboxTerminalHere),
     reg('sandboxSessions.closeSandbox', (c, target: SandboxTarget) => terminate(c, target, 'Drain')),
     reg('sandboxSessions.cancelSandbox', (c, target: SandboxTarget) => terminate(c, target, 'Immediate')),
     reg('sandboxSessions.deleteSandbox', deleteSandbox),

@@ -99,7 +99,7 @@ export class SandboxFileSystemProvider implements vscode.FileSystemProvider, vsc
       await this.registry.refresh(ref).catch(() => undefined);
     }
     const ended = this.registry.lifecycle(key);
-    return ended === undefined ? undefined : closedSandboxText(ref.name, ended);
+    return ended === undefined ? undefined : closedSandboxText(ref.name, ended, this.registry.summary(key)?.message);
   }
 
   /**

@@ -6,13 +6,18 @@ import type { RunPhase } from '../../protocol/kruntimes/run';
 /** Phases in which a sandbox accepts no changes: closing (Drain) or ended. */
 export const CLOSED_PHASES: ReadonlySet<string> = new Set<RunPhase>(['Finalizing', 'Succeeded', 'Failed', 'Timeout', 'Cancelled']);
 
-/** Why a closing, closed or deleted sandbox refuses work, and what a person can do instead. */
-export function closedSandboxText(sandbox: string, phase: RunPhase | 'Deleted'): string {
+/**
+ * Why a closing, closed or deleted sandbox refuses work, and what a person can do instead. `why` is the Run's own
+ * status message (an idle timeout, a lease that expired, a total timeout, a cancel); it is said for a sandbox that
+ * did not end by a Drain (Succeeded), whose message only says that it was finalized.
+ */
+export function closedSandboxText(sandbox: string, phase: RunPhase | 'Deleted', why?: string): string {
   if (phase === 'Deleted') return `${sandbox} was deleted: its files and terminal are gone. Remove its folder from the workspace, or open a new sandbox.`;
   if (phase === 'Finalizing') {
     return `${sandbox} is closing (Drain): it finishes accepted work and accepts nothing new, so its files are read-only. Download its artifacts once it has closed, or open a new sandbox to keep working.`;
   }
-  return `${sandbox} is closed (${phase}): its files are read-only and it runs no commands. Download its artifacts, or open a new sandbox (or a saved session revision in one) to keep working.`;
+  const cause = phase !== 'Succeeded' && why?.trim() ? `: ${why.trim()}` : '';
+  return `${sandbox} is closed (${phase}${cause}): its files are read-only and it runs no commands. Download its artifacts, or open a new sandbox (or a saved session revision in one) to keep working.`;
 }
 
 export function describeGatewayFailure(err: unknown, sandbox: string): string {

@@ -1,7 +1,8 @@
 // The end of a sandbox, visible in the window that uses it: when a sandbox this window shows (a
 // folder, an open file, a terminal) closes or is deleted, its open files are told to change (VS
-// Code stats them again and turns their editors read-only), and a notification says why and what
-// to do — download its artifacts, open a new sandbox, or remove the folder of a deleted one.
+// Code stats them again and turns their editors read-only), and a notification says why (the Run's
+// own reason: idle, lease expired, timed out) and what to do — download its artifacts, open a new
+// sandbox, or remove the folder of a deleted one.
 // Drain started from this window reports the close itself (sandboxCommands), so it is not
 // announced twice.
 import * as vscode from 'vscode';
@@ -42,7 +43,7 @@ export class SandboxLifecycleNotices implements vscode.Disposable {
       'New Sandbox…',
     ];
     const show = ended === 'Deleted' ? vscode.window.showWarningMessage : vscode.window.showInformationMessage;
-    void show(closedSandboxText(s.ref.name, ended), ...actions).then((choice) => {
+    void show(closedSandboxText(s.ref.name, ended, s.message), ...actions).then((choice) => {
       if (choice === 'Download Artifacts…') void vscode.commands.executeCommand('sandboxSessions.downloadArtifacts', s.key);
       else if (choice === 'New Sandbox…') void vscode.commands.executeCommand('sandboxSessions.newSandbox');
       else if (choice === 'Remove Folder' && folder) {

@@ -89,6 +89,16 @@ export async function openSandboxInNewWindow(ctx: SandboxCommandContext, target:
   if (s) await openFolder(ctx, s, { mode: 'newWindow' });
 }
 
+/** Open Sandbox Terminal Here (the Explorer's menu on a sandbox folder): a Sandbox terminal in that folder. */
+export async function openSandboxTerminalHere(ctx: SandboxCommandContext, folder: unknown) {
+  if (!(folder instanceof vscode.Uri) || folder.scheme !== 'sandbox') {
+    void vscode.window.showWarningMessage('Open Sandbox Terminal Here works on a folder of a sandbox in the Explorer.');
+    return undefined;
+  }
+  // Terminal directories are relative to the sandbox's root ('' is the root itself).
+  return openSandboxTerminal(ctx, folder, folder.path.replace(/^\/+|\/+$/g, ''));
+}
+
 /** Open Terminal: a Sandbox terminal of the sandbox picked (or given), in `cwd` if given. */
 export async function openSandboxTerminal(ctx: SandboxCommandContext, target: SandboxTarget, cwd?: string) {
   const s = await ctx.resolve(target, ['Ready'], 'Select a Ready sandbox for the terminal');

@@ -50,6 +50,12 @@ describe('session leases follow what the window uses', () => {
     assert.equal(expired.phase, 'Timeout');
     assert.equal(expired.message, 'session lease expired');
     assert.deepEqual(exported.registry.leasedKeys(), []);
+    // A save into it is refused with why it ended (the Run's own message), not only that it did.
+    const mine = vscode.Uri.from({ scheme: 'sandbox', authority: leased.key, path: '/after-expiry.txt' });
+    await assert.rejects(Promise.resolve(vscode.workspace.fs.writeFile(mine, Buffer.from('late'))), (err: Error) => {
+      assert.match(err.message, new RegExp(`${leased.ref.name} is closed \\(Timeout: session lease expired\\): its files are read-only`));
+      return true;
+    });
     // The sandbox without a lease is untouched and still answers.
     assert.equal((await summaryOf(unleased.ref)).phase, 'Ready');
     assert.ok(Array.isArray(await vscode.workspace.fs.readDirectory(other)));
