@@ -52,6 +52,8 @@ export interface SandboxSessionsApi {
   terminalTranscript(terminal: vscode.Terminal): string | undefined;
   /** What the Sandbox status bar item shows (undefined while hidden). */
   statusBarText(): string | undefined;
+  /** The last "stops for want of use" warning the status bar showed. */
+  idleWarning(): string | undefined;
   /** The Operations view (the active sandbox's audited operations, newest first). */
   operations: OperationsTreeProvider;
   /** What the Sandbox Log channel of a sandbox shows, or undefined before Show Sandbox Log. */
@@ -137,6 +139,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Sandbo
     sessions,
     ...terminalApi(),
     statusBarText: () => statusBar.text,
+    idleWarning: () => statusBar.idleWarning,
     operations,
     sandboxLogText: (key) => logChannels.text(key),
     search, // live getters: the setting registers and removes the providers while the window runs

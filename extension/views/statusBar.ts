@@ -2,13 +2,15 @@
 // left before the idle timeout (from the gateway's last-activity time; reads do not count), its
 // session lease (held while windows use it: no countdown, the tooltip says what happens when the
 // last one lets go; kruntimes era-D clusters have leases instead of idle timeouts) and the time
-// left before the total timeout — so a sandbox never stops without warning. Click → its actions.
+// left before the total timeout — so a sandbox never stops without warning (and, shortly before an idle stop, a
+// notification that offers to keep it: idleWarning.ts). Click → its actions.
 // When the local gateway daemon stops, the item says so at once and a click starts it again.
 import * as vscode from 'vscode';
 import { parseGoDuration } from '../../protocol/kruntimes/run';
 import type { SandboxSummary } from '../../protocol/sandboxes';
 import { SANDBOX_SCHEME } from '../fs/sandboxFileSystemProvider';
 import type { SandboxRegistry } from '../sandboxes/registry';
+import { IdleWarnings, KEEP_WORKING_COMMAND } from './idleWarning';
 
 const STATUS_POLL_MS = 15_000;
 const RECONNECT_COMMAND = 'sandboxSessions.reconnectSandbox';
@@ -39,15 +41,18 @@ export class SandboxStatusBar implements vscode.Disposable {
   private lastPoll = 0;
   private readonly ticker: NodeJS.Timeout;
   private shown = false;
+  private readonly idleWarnings: IdleWarnings;
 
   constructor(private readonly registry: SandboxRegistry) {
     this.item.name = 'Sandbox';
+    this.idleWarnings = new IdleWarnings(registry, (key) => this.lastActivity(key));
     this.disposables.push(
       this.item,
       vscode.window.onDidChangeActiveTextEditor(() => this.pick()),
       vscode.workspace.onDidChangeWorkspaceFolders(() => this.pick()),
       registry.onDidChange(() => this.render()),
       vscode.commands.registerCommand(RECONNECT_COMMAND, (key: unknown) => this.reconnect(typeof key === 'string' ? key : this.key)),
+      vscode.commands.registerCommand(KEEP_WORKING_COMMAND, (key: unknown) => this.keepWorking(typeof key === 'string' ? key : this.key)),
     );
     this.ticker = setInterval(() => this.render(), 1000);
     this.pick();
@@ -69,15 +74,31 @@ export class SandboxStatusBar implements vscode.Disposable {
   private poll(summary: SandboxSummary): void {
     if (Date.now() - this.lastPoll < STATUS_POLL_MS || summary.phase !== 'Ready') return;
     this.lastPoll = Date.now();
-    const connection = this.registry.connection(summary.key);
-    void connection
-      ?.client()
-      .then((c) => c.status())
-      .then((status) => {
-        if (status.lastActivityUnixNano !== undefined) this.lastActivityMs = Number(status.lastActivityUnixNano / 1_000_000n);
-        this.render();
-      })
-      .catch(() => undefined);
+    void this.lastActivity(summary.key).catch(() => undefined);
+  }
+
+  /** The gateway's last-activity time of a sandbox, asked now; the countdown of the shown one follows it. */
+  private async lastActivity(key: string): Promise<number | undefined> {
+    const connection = this.registry.connection(key);
+    if (!connection) return undefined;
+    const status = await (await connection.client()).status();
+    const ms = status.lastActivityUnixNano === undefined ? undefined : Number(status.lastActivityUnixNano / 1_000_000n);
+    if (key === this.key && ms !== undefined) {
+      this.lastActivityMs = ms;
+      this.render();
+    }
+    return ms;
+  }
+
+  /** Keep Working (the idle warning's button, or the palette): a command in the sandbox, then the new countdown. */
+  private async keepWorking(key: string | undefined): Promise<boolean> {
+    if (!key) {
+      void vscode.window.showWarningMessage('Keep Sandbox Working acts on the sandbox you are working in: open one of its files or folders first.');
+      return false;
+    }
+    const kept = await this.idleWarnings.keepWorking(key);
+    if (kept) await this.lastActivity(key).catch(() => undefined);
+    return kept;
   }
 
   private render(): void {
@@ -106,6 +127,7 @@ export class SandboxStatusBar implements vscode.Disposable {
         const left = this.lastActivityMs + summary.idleTimeoutSeconds * 1000 - Date.now();
         parts.push(`idle ${formatRemaining(left)}`);
         tips.push(`Stops after ${summary.idleTimeoutSeconds} s without commands or changes (${formatRemaining(left)} left).`);
+        this.idleWarnings.check(summary, this.lastActivityMs);
       }
       if (summary.leaseTimeoutSeconds !== undefined) {
         parts.push(`lease ${formatSeconds(summary.leaseTimeoutSeconds)}`);
@@ -139,6 +161,11 @@ export class SandboxStatusBar implements vscode.Disposable {
     } catch (err) {
       void vscode.window.showErrorMessage(`The sandbox could not be reached: ${err instanceof Error ? err.message : String(err)}`);
     }
+  }
+
+  /** The last idle warning shown (for the integration tests). */
+  get idleWarning(): string | undefined {
+    return this.idleWarnings.lastWarning;
   }
 
   /** The item's text while it is shown (for the integration tests). */
