@@ -11,6 +11,7 @@ import { CLOSED_PHASES, closedSandboxText, describeGatewayFailure, neverSent } f
 import type { CommandCapture } from '../sandboxes/windowCommands';
 import { terminalCommand } from './commandEnv';
 import { LineEditor } from './lineEditor';
+import { COMMAND_EXECUTED, commandFinished, commandLine, PROMPT_END, PROMPT_START } from './shellIntegration';
 
 const DIM = '\x1b[2m';
 const RED = '\x1b[31m';
@@ -145,7 +146,7 @@ export class TerminalSession {
 
   private prompt(): void {
     if (this.closed) return;
-    this.options.write(this.editor.begin(this.promptText()));
+    this.options.write(PROMPT_START + this.editor.begin(this.promptText()) + PROMPT_END);
     const pending = this.editor.takePendingInput();
     if (pending !== undefined) this.handleInput(pending);
     // Keys typed while the last command ran come after the rest of a paste, as in a shell.
@@ -178,19 +179,23 @@ export class TerminalSession {
     const trimmed = line.trim();
     if (trimmed === '') return this.prompt();
     if (trimmed === 'exit' || trimmed === 'logout') return this.end(0);
+    this.options.write(commandLine(trimmed) + COMMAND_EXECUTED);
     const cd = /^cd(?:\s+(.*))?$/.exec(trimmed);
     if (cd) {
-      await this.changeDirectory(unquote(cd[1]?.trim() ?? ''));
+      const changed = await this.changeDirectory(unquote(cd[1]?.trim() ?? ''));
+      this.options.write(commandFinished(changed ? 0 : 1));
       return this.prompt();
     }
     const controller = new AbortController();
     this.running = controller;
     const capture = this.options.onCommandStarted?.(trimmed, this.cwd);
     let client: GatewayClient | undefined;
+    let exitCode = 1; // a command that ended without a result (a failure in words) failed
     try {
       client = await this.options.connection.client();
       try {
         const result = await this.execute(client, trimmed, controller.signal, capture);
+        if (result) exitCode = result.exitCode;
         capture?.finished(result === undefined ? 'failed' : result.timedOut ? 'timed out' : 'completed', result?.exitCode);
       } catch (err) {
         if (!neverSent(err) || controller.signal.aborted) throw err;
@@ -200,9 +205,11 @@ export class TerminalSession {
         this.options.write(`${DIM}Reconnecting to ${this.options.connection.label}…${RESET}\r\n`);
         client = await this.options.connection.client();
         const result = await this.execute(client, trimmed, controller.signal, capture);
+        if (result) exitCode = result.exitCode;
         capture?.finished(result === undefined ? 'failed' : result.timedOut ? 'timed out' : 'completed', result?.exitCode);
       }
     } catch (err) {
+      if (controller.signal.aborted) exitCode = 130; // as a shell reports a command ended by Ctrl+C
       capture?.finished(controller.signal.aborted ? 'cancelled' : 'failed');
       if (controller.signal.aborted) this.options.write(`${YELLOW}[cancelled]${RESET}\r\n`);
       else this.options.write(`${RED}${this.describeFailure(err)}${RESET}\r\n`);
@@ -211,6 +218,7 @@ export class TerminalSession {
     } finally {
       this.running = undefined;
       this.runningOperationId = undefined;
+      this.options.write(commandFinished(exitCode));
       this.options.onCommandFinished?.(this.cwd);
     }
     this.prompt();
@@ -301,21 +309,21 @@ export class TerminalSession {
     }
   }
 
-  /** `cd`: resolved against the working directory, confined to the workspace, checked by a listing. */
-  private async changeDirectory(target: string): Promise<void> {
+  /** `cd`: resolved against the working directory, confined to the workspace, checked by a listing. True when it moved. */
+  private async changeDirectory(target: string): Promise<boolean> {
     let next: string;
     if (target === '' || target === '~' || target === '/') next = '';
     else if (target === '-') next = this.previousCwd;
     else if (target.startsWith('/')) {
       this.options.write(`${RED}cd: paths are workspace-relative here; "/" is the workspace root (use a relative path)${RESET}\r\n`);
-      return;
+      return false;
     } else {
       const joined = path.normalize(path.join(this.cwd || '.', target)).replace(/\/+$/, '');
       next = joined === '.' ? '' : joined;
     }
     if (next === '..' || next.startsWith('../')) {
       this.options.write(`${RED}cd: ${target}: outside the workspace${RESET}\r\n`);
-      return;
+      return false;
     }
     if (next !== '') {
       try {
@@ -329,12 +337,13 @@ export class TerminalSession {
               ? 'not a directory'
               : describeGatewayFailure(err, this.options.connection.label);
         this.options.write(`${RED}cd: ${target}: ${why}${RESET}\r\n`);
-        return;
+        return false;
       }
     }
     this.previousCwd = this.cwd;
     this.cwd = next;
     this.options.onDidChangeWorkingDirectory?.(next);
+    return true;
   }
 }
 

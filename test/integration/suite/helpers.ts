@@ -37,7 +37,7 @@ export async function until(condition: () => boolean | Promise<boolean>, what: s
 /** Removes VT escape sequences so terminal text can be matched. */
 export function plain(text: string): string {
   // eslint-disable-next-line no-control-regex -- terminal output is control sequences
-  return text.replace(/\x1b\[[0-9;?]*[A-Za-z]/g, '');
+  return text.replace(/\x1b\[[0-9;?]*[A-Za-z]/g, '').replace(/\x1b\][^\x07]*\x07/g, ''); // CSI, and OSC (shell integration)
 }
 
 /**

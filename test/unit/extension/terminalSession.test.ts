@@ -10,7 +10,7 @@ import { ReplayGateway, type ReceivedRequest } from '../../fixtures/replayGatewa
 import { readyRun, startTestGateway, type TestGateway } from '../gateway/harness';
 
 // eslint-disable-next-line no-control-regex -- terminal input is control characters
-const strip = (s: string) => s.replace(/\x1b\[[0-9;]*[A-Za-z]/g, '');
+const strip = (s: string) => s.replace(/\x1b\[[0-9;]*[A-Za-z]/g, '').replace(/\x1b\]633;[^\x07]*\x07/g, '');
 const b64 = (s: string) => Buffer.from(s).toString('base64');
 /** Waits (bounded, 5 s) for `cond`, running `refresh` (e.g. a read of the sandbox) before each check. */
 const until = async (cond: () => boolean, what: string, refresh?: () => Promise<void>) => {
@@ -86,6 +86,21 @@ describe('sandbox terminal session', () => {
     assert.match(text, /sbx:\/\$ $/);
   });
 
+  it('marks prompts, command lines and exit codes for VS Code (OSC 633: A, B, E, C, D) around the output', async () => {
+    const marks = () => [...screen.matchAll(/\x1b\]633;([^\x07]*)\x07/g)].map((m) => m[1]); // eslint-disable-line no-control-regex
+    assert.deepEqual(marks(), ['A', 'B']);
+    gateway.respondWith(streamOf({ type: 'output', output: { stream: 'stdout', data: b64('x\n') } }, { type: 'completed', completed: { command: { exitCode: 3 } } }));
+    session.handleInput('echo a;b \\ c\r');
+    await until(() => finished.length === 1, 'command end');
+    assert.deepEqual(marks(), ['A', 'B', 'E;echo\\x20a\\x3bb\\x20\\\\\\x20c', 'C', 'D;3', 'A', 'B']);
+    // The output lies between C and D; the next prompt between A and B.
+    assert.match(screen, /\x1b\]633;C\x07x\r\n.*\x1b\]633;D;3\x07\x1b\]633;A\x07.*sbx.*\$ .*\x1b\]633;B\x07$/s); // eslint-disable-line no-control-regex
+    gateway.respondWith({ status: 404, body: '{"error":"list session file: no such file"}\n' });
+    session.handleInput('cd nope\r');
+    await until(() => marks().length === 12, 'the failed cd marked, and the next prompt');
+    assert.deepEqual(marks().slice(7), ['E;cd\\x20nope', 'C', 'D;1', 'A', 'B']);
+  });
+
   it('cd validates with a listing and runs later commands there', async () => {
     gateway.respondWith((req: ReceivedRequest) =>
       req.url.includes('/files?')
@@ -123,6 +138,7 @@ describe('sandbox terminal session', () => {
     session.handleInput('\x03');
     await until(() => finished.length === 1, 'cancel');
     assert.match(strip(screen), /\^C\r\n\[cancelled\]\r\n/);
+    assert.match(screen, /\x1b\]633;D;130\x07/, 'a cancelled command ends with 130, as in a shell'); // eslint-disable-line no-control-regex
     await until(() => gateway.received.some((r) => r.url.endsWith('/operations/op-sleep:cancel')), 'explicit cancel');
   });
 
