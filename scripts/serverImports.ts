@@ -25,7 +25,7 @@ export const SERVER_IMPORT_RULES: Readonly<Record<string, readonly string[]>> = 
   gateway: ['local', 'platform'],
   // Services.
   sandboxes: ['bundle', 'gateway', 'local', 'log.ts', 'repository'],
-  activation: ['bundle', 'log.ts', 'repository', 'sandboxes'],
+  activation: ['bundle', 'log.ts', 'platform', 'repository', 'sandboxes'],
   sessions: ['activation', 'repository', 'sandboxes'],
   search: ['bundle', 'sandboxes'],
   ports: ['log.ts', 'sandboxes'],

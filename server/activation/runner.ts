@@ -10,7 +10,9 @@
 // is the workspace mover's (sandboxes/workspaceMover.ts): a local sandbox's directory is hydrated in place and,
 // once the agent has exited, packed in place (no staging or snapshot copies; files still as hydrate left them are not
 // hashed again, and the bundle goes into a file store without being read again: digests our codec computed over the
-// bytes it wrote, see bundle/pack.ts knownDigests and repository/objectStore.ts WrittenFile); a remote one (OpenSandbox, a cluster)
+// bytes it wrote, see bundle/pack.ts knownDigests and repository/objectStore.ts WrittenFile), and the packed tree is
+// kept for the session's next activation here, which takes it instead of hydrating when it is exactly that revision
+// (keptSessionTrees.ts); a remote one (OpenSandbox, a cluster)
 // gets the bundle as one file unpacked by `tar` and gives the session back as one `tar.zst`, read strictly and
 // re-packed here with our codec through the snapshot policy. The Run (and an OpenSandbox sandbox) is labelled with the
 // session and activation ids; each numbered step is one method.
@@ -37,6 +39,7 @@ import { isSessionRepositoryError } from '../repository/errors';
 import type { PendingActivationCommit } from '../repository/records';
 import type { SandboxProvider } from '../sandboxes/provider';
 import { labelValue, LABEL_ACTIVATION, LABEL_SESSION } from '../sandboxes/opensandbox/labels';
+import type { PackedWorkspace } from '../bundle/packWorkspace';
 import { type CaptureStep, captureFrom, checkoutInto, emptySession, hydrateInto, type SessionIdentity, type SessionTransfer } from '../sandboxes/workspaceMover';
 import { ActivationRecords } from './activationRecords';
 import { runAgentCommand } from './agentCommand';
@@ -47,6 +50,7 @@ import { classify, commitIdFor, committedResult, notCommitted } from './outcomes
 import { type ActivationCommandConfig, activationArgv, DEFAULT_ACTIVATION_COMMAND, REMOTE } from './sandboxLayout';
 import { DEFAULT_LEASE_POLICY, Heartbeat, type LeasePolicy } from './sessionLease';
 import { identityAfterActivation } from './stateIdentity';
+import { KeptSessionTrees, type TreeToKeep } from './keptSessionTrees';
 
 export type { ActivationCredentials } from './freshSandbox';
 
@@ -95,6 +99,7 @@ export class ActivationRunner {
   private readonly policy: LeasePolicy;
   private readonly command: ActivationCommandConfig;
   private readonly limits: SessionBundleLimits;
+  private readonly keptTrees = new Map<string, KeptSessionTrees>();
 
   constructor(private readonly options: ActivationRunnerOptions) {
     this.policy = { ...DEFAULT_LEASE_POLICY, ...options.lease };
@@ -197,23 +202,35 @@ export class ActivationRunner {
       ref = created;
       const recording = this.recordSandbox(request, created, ctx);
       recorded = recording.catch(() => undefined); // settled, for `finally`; never an unhandled rejection meanwhile
+      const kept = this.keptTreesOf(provider);
       const { connected, identity, credentials, knownDigests } = await (async () => {
         const connected = await connectSandbox(provider, created, ctx.signal);
         sandbox = connected;
-        return { connected, ...(await this.hydrate(request, connected, base, scratch, ctx)) };
+        return { connected, ...(await this.hydrate(request, connected, base, kept, scratch, ctx)) };
       })().catch(async (err: unknown) => {
         await recording; // a sandbox that is not ours to use: that is the reason to report
         throw err;
       });
       await recording;
       const outcome = await this.runAgent(request, connected, credentials, ctx);
-      const artifact = await this.capture(request, connected, identity, outcome, scratch, ctx, knownDigests);
+      const next = identityAfterActivation(identity, outcome.makaSessionId, request.sessionId);
+      const packed = await this.capture(request, connected, next, scratch, ctx, knownDigests);
       sandbox = undefined;
+      // Out of the sandbox before it is destroyed; kept for the next activation once this one has committed.
+      const keeping = await this.moveOutForNext(kept, connected, packed, request.sessionId, next);
       destroying = connected.client
         .close()
         .catch(() => undefined)
         .then(() => this.destroySandbox(created, () => undefined));
-      return await this.commit(request, base, artifact, outcome, ctx);
+      let result: ActivationResult;
+      try {
+        result = await this.commit(request, base, packed.artifact, outcome, ctx);
+      } catch (err) {
+        await keeping?.discard();
+        throw err;
+      }
+      await keeping?.keep();
+      return result;
     } finally {
       await sandbox?.client.close().catch(() => undefined);
       await recorded;
@@ -257,20 +274,35 @@ export class ActivationRunner {
     if (!recorded) throw new ActivationError('ownership_lost', `activation ${activationId} was taken over by another server`);
   }
 
+  /** Where activations in this provider's sandboxes keep session trees for the next one; undefined where they cannot. */
+  private keptTreesOf(provider: SandboxProvider): KeptSessionTrees | undefined {
+    const dir = provider.keptSessionTreesDirectory?.();
+    if (dir === undefined) return undefined;
+    let kept = this.keptTrees.get(dir);
+    if (kept === undefined) this.keptTrees.set(dir, (kept = new KeptSessionTrees(dir, this.options.log)));
+    return kept;
+  }
+
   /**
-   * 5. Hydrate the checked-out bundle into the sandbox (straight into a local sandbox's directory; else uploaded as
-   * one file and unpacked by `tar` in the sandbox when its image can; else through `scratch` and file by file); 6. the request as a JSON file; credentials under the config
-   * root (written while the session is hydrated: it lies beside it). Returns the session's state identity and the credentials.
+   * 5. Hydrate the checked-out bundle into the sandbox (straight into a local sandbox's directory — or, when the last
+   * activation here left exactly this revision's tree, that tree moved in; else uploaded as one file and unpacked by
+   * `tar` in the sandbox when its image can; else through `scratch` and file by file); 6. the request as a JSON file;
+   * credentials under the config root (written while the session is hydrated: it lies beside it). Returns the
+   * session's state identity and the credentials.
    */
   private async hydrate(
     request: ActivationRunRequest,
     sandbox: ConnectedSandbox,
     base: CommittedSessionRevision | undefined,
+    kept: KeptSessionTrees | undefined,
     scratch: string,
     ctx: AttemptContext,
   ): Promise<{ identity: SessionIdentity | undefined; credentials: ActivationCredentials; knownDigests: Map<string, KnownDigest> }> {
     const placement = { kind: 'session', dir: REMOTE.session } as const;
-    if (sandbox.hostRoot !== undefined) ctx.progress('hydrate', "hydrating the session in the sandbox's directory");
+    const key = base !== undefined ? { sessionId: request.sessionId, bundleDigest: base.checkpoint.value.compatibilityBundle.digest, limits: this.limits } : undefined;
+    const taken = sandbox.hostRoot !== undefined && key !== undefined ? await kept?.take(key, path.join(sandbox.hostRoot, placement.dir)) : undefined;
+    if (taken !== undefined) ctx.progress('hydrate', 'using the session tree the last activation on this machine left (unchanged since)');
+    else if (sandbox.hostRoot !== undefined) ctx.progress('hydrate', "hydrating the session in the sandbox's directory");
     const onTransfer = (t: SessionTransfer): void =>
       ctx.progress(
         'hydrate',
@@ -278,12 +310,14 @@ export class ActivationRunner {
       );
     let identity: SessionIdentity | undefined;
     // What a hydrate in the sandbox's directory wrote: the capture's pack does not hash those files again while unchanged.
-    const knownDigests = new Map<string, KnownDigest>();
+    const knownDigests = taken?.knownDigests ?? new Map<string, KnownDigest>();
     const credentials = (await this.options.credentials?.(request)) ?? {};
     const config = writeConfigRoot(sandbox.client, credentials, ctx.signal);
     const configSettled = config.catch(() => undefined);
     try {
-      if (base === undefined) {
+      if (taken !== undefined) {
+        identity = taken.identity;
+      } else if (base === undefined) {
         if (sandbox.hostRoot === undefined) ctx.progress('hydrate', 'creating an empty session in the sandbox');
         await hydrateInto(sandbox, await emptySession(scratch), placement, { signal: ctx.signal });
       } else {
@@ -317,12 +351,11 @@ export class ActivationRunner {
   private async capture(
     request: ActivationRunRequest,
     sandbox: ConnectedSandbox,
-    identity: SessionIdentity | undefined,
-    outcome: ActivationOutcomeEvent,
+    stateIdentity: SessionIdentity,
     scratch: string,
     ctx: AttemptContext,
     knownDigests: ReadonlyMap<string, KnownDigest>,
-  ): Promise<SessionBundleArtifact> {
+  ): Promise<PackedWorkspace> {
     const { sessionId, activationId } = request;
     const steps: Record<CaptureStep, [string, string]> = {
       'read-in-place': ['download', "reading state and workspace in the sandbox's directory"],
@@ -331,13 +364,13 @@ export class ActivationRunner {
       snapshot: ['snapshot', 'applying the workspace policy'],
       pack: ['pack', 'packing the session'],
     };
-    const packed = await captureFrom(
+    return captureFrom(
       sandbox,
       { kind: 'session', dir: REMOTE.session },
       {
         sessionId,
         lastCommittedActivationId: activationId,
-        stateIdentity: identityAfterActivation(identity, outcome.makaSessionId, sessionId),
+        stateIdentity,
         limits: this.limits,
         destination: path.join(scratch, 'next.tar.zst'),
       },
@@ -345,7 +378,19 @@ export class ActivationRunner {
       // any more (and pack refuses a change if that promise were broken), so its directory is packed in place.
       { scratch, signal: ctx.signal, onStep: (step) => ctx.progress(...steps[step]), quiet: true, knownDigests },
     );
-    return packed.artifact;
+  }
+
+  /** The session just packed in the sandbox's own directory, moved out to be kept for the next activation here. */
+  private async moveOutForNext(
+    kept: KeptSessionTrees | undefined,
+    sandbox: ConnectedSandbox,
+    packed: PackedWorkspace,
+    sessionId: string,
+    identity: SessionIdentity,
+  ): Promise<TreeToKeep | undefined> {
+    if (kept === undefined || sandbox.hostRoot === undefined || packed.inPlace === undefined) return undefined;
+    const next = { sessionId, bundleDigest: packed.artifact.archiveDigest, identity, limits: this.limits };
+    return kept.moveOut(path.join(sandbox.hostRoot, REMOTE.session), packed.inPlace, next);
   }
 
   /** 9. Publish, record the pending commit, CAS-commit; 10. only then is the outcome committed. */

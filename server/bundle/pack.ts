@@ -48,6 +48,18 @@ export interface PackOptions {
    * same and refuses one whose bytes differ (`source_changed`), so the output is the same bytes either way.
    */
   knownDigests?: ReadonlyMap<string, KnownDigest>;
+  /**
+   * Hears, once the bundle is published, what was packed from the source roots: every directory and file as the scan
+   * found it (its archive path, normalized mode, fingerprint and, for a file, the digest the bundle holds) and what
+   * `workspaceFilter` left out. For a caller that keeps the packed tree itself (activation/keptSessionTrees.ts).
+   */
+  onPacked?: (tree: PackedSourceTree) => void;
+}
+
+/** What pack read from its source roots (`onPacked`): the entries in archive order and the archive paths left out. */
+export interface PackedSourceTree {
+  entries: readonly Readonly<SourceEntry>[];
+  skipped: readonly string[];
 }
 
 export interface KnownDigest {
@@ -201,6 +213,7 @@ export async function packSessionBundle(options: PackOptions): Promise<SessionBu
     },
   });
   const scan: ScanState = { entries: [], payloadBytes: checked.identityBytes.length, entryCount: 0 };
+  let artifact: SessionBundleArtifact;
   try {
     checkFixedEntries(limits, checked.identityBytes);
     await assertDestinationFree(destination);
@@ -215,7 +228,7 @@ export async function packSessionBundle(options: PackOptions): Promise<SessionBu
     await assertDirectoriesUnchanged(scan.entries, scan.skipped);
     onProgress?.({ phase: 'verify', bytes: writer.bytes, totalBytes: writer.bytes });
     const identity = await publishPackTemp(temp, destination, writer.bytes, () => (published = true));
-    const artifact: SessionBundleArtifact = {
+    artifact = {
       path: destination,
       archiveDigest,
       compressedBytes: writer.bytes,
@@ -224,11 +237,12 @@ export async function packSessionBundle(options: PackOptions): Promise<SessionBu
       entryCount: plan.summary.entryCount,
     };
     if (identity !== undefined) recordWrittenArchive(artifact, { digest: archiveDigest, identity });
-    return artifact;
   } catch (err) {
     await writer?.destroy();
     await hasher.close();
     if (temp !== undefined) await discardPackTemp(temp, destination, published);
     throw toSessionBundleError(err, 'pack');
   }
+  options.onPacked?.({ entries: scan.entries, skipped: scan.skipped ?? [] });
+  return artifact;
 }

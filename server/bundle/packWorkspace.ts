@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { SessionBundleArtifact, SessionBundleLimits, SnapshotExclusionCategory, WorkspaceSnapshotReport } from '../../protocol/bundle';
 import { SessionBundleError, type SessionSnapshotError } from './errors';
-import { type KnownDigest, packSessionBundle } from './pack';
+import { type KnownDigest, packSessionBundle, type PackedSourceTree } from './pack';
 import type { BundleProgress } from './reader';
 import { prepareWorkspaceSnapshot, secretRefused } from './snapshot';
 import { classifyWorkspacePath } from './snapshotPolicy';
@@ -52,6 +52,8 @@ export interface PackWorkspaceOptions {
 export interface PackedWorkspace {
   artifact: SessionBundleArtifact;
   workspace: WorkspaceSnapshotReport;
+  /** Packed in place (`quiet`, no snapshot copy): what the pack read from the trees, as pack.ts `onPacked` says. */
+  inPlace?: PackedSourceTree | undefined;
 }
 
 /** Pack errors for which the snapshot copy does something else than refuse: it copies or reports the entry. */
@@ -89,6 +91,7 @@ async function packInPlace(options: PackWorkspaceOptions): Promise<PackedWorkspa
   let included = 0;
   let payloadBytes = 0;
   let rejected: SessionSnapshotError | undefined;
+  let inPlace: PackedSourceTree | undefined;
   options.onStep?.('pack');
   let artifact: SessionBundleArtifact;
   try {
@@ -101,6 +104,7 @@ async function packInPlace(options: PackWorkspaceOptions): Promise<PackedWorkspa
       limits: options.limits,
       onProgress: progressOf(options),
       ...(options.knownDigests !== undefined ? { knownDigests: options.knownDigests } : {}),
+      onPacked: (tree) => (inPlace = tree),
       workspaceFilter: (segments, isDirectory, size) => {
         const verdict = classifyWorkspacePath(segments, isDirectory);
         if (verdict.verdict === 'reject') {
@@ -130,6 +134,7 @@ async function packInPlace(options: PackWorkspaceOptions): Promise<PackedWorkspa
       excludedEntriesByCategory: byCategory,
       payloadBytes,
     },
+    ...(inPlace !== undefined ? { inPlace } : {}),
   };
 }
 

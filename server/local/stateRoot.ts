@@ -47,6 +47,10 @@ export class StateLayout {
   get artifactStoreRoot(): string {
     return path.join(this.root, 'artifacts');
   }
+  /** Session trees activations keep for the session's next activation (activation/keptSessionTrees.ts). */
+  get keptSessionTreesDir(): string {
+    return path.join(this.root, 'kept-sessions');
+  }
   get gatewayStateFile(): string {
     return path.join(this.root, 'gateway.json');
   }

@@ -126,6 +126,10 @@ class LocalSubstrate implements RunSubstrate {
     return st?.isDirectory() === true && st.uid === process.getuid?.() ? dir : undefined;
   }
 
+  keptSessionTreesDirectory(): string {
+    return new StateLayout(this.daemon.stateDir).keptSessionTreesDir;
+  }
+
   /** The daemon's log API; a follow is never retried (lines already delivered would come again). */
   async logs(ref: SandboxRef, query: RunLogQuery, onLine: (line: string) => void, signal?: AbortSignal): Promise<void> {
     const { api } = await this.daemon.gateway();
@@ -236,6 +240,11 @@ export class LocalSandboxProvider extends RunProvider {
   /** The Run's workspace directory under the daemon's state root, while the Run is Ready (or Finalizing, for `access` 'read') and the directory is ours. */
   async hostDirectory(ref: SandboxRef, access: 'read' | 'write' = 'write'): Promise<string | undefined> {
     return this.local.hostDirectory((await this.get(ref)).run, access);
+  }
+
+  /** Beside the Runs' directories, under the daemon's state root (SandboxProvider.keptSessionTreesDirectory). */
+  keptSessionTreesDirectory(): string {
+    return this.local.keptSessionTreesDirectory();
   }
 
   /** Where the local gateway daemon finds OpenSandbox (its connection file; the API key never goes elsewhere). */

@@ -43,6 +43,12 @@ export interface SandboxProvider {
    * 'read' (a caller that only reads, e.g. search): then also while it is Finalizing (Drain: reads still allowed).
    */
   hostDirectory?(ref: SandboxRef, access?: 'read' | 'write'): Promise<string | undefined>;
+  /**
+   * A private directory of this machine on the same file system as the sandboxes' host directories, where an
+   * activation keeps the session tree it packed for the session's next activation (activation/keptSessionTrees.ts).
+   * Absent where sandboxes are not directories here.
+   */
+  keptSessionTreesDirectory?(): string;
   /** Stops holding the sandbox's session lease (the sandbox keeps running); false when none was held. */
   release(ref: SandboxRef): Promise<boolean>;
   terminate(ref: SandboxRef, mode: TerminationMode, options: WorkOptions & { wait: boolean; timeoutMs?: number }): Promise<SandboxSummary>;

@@ -241,15 +241,20 @@ export async function hydrateInto(sandbox: SandboxAccess, session: HydratedSessi
  * is snapshotted in place (one copy instead of two), unless it holds what only the gateway brings back faithfully (a
  * symbolic link, which the gateway follows inside the sandbox and the snapshot refuses): then, as for any other
  * sandbox, it is copied out file by file first — without what the policy excludes (.git, node_modules, caches, logs),
- * which is not worth the transfer but is reported as the snapshot would.
+ * which is not worth the transfer but is reported as the snapshot would. `inPlace` (what the pack read) is set only
+ * when the sandbox's own directory was packed where it is.
  */
 export async function captureFrom(sandbox: SandboxAccess, placement: SessionPlacement, bundle: CaptureBundle, options: CaptureOptions): Promise<PackedWorkspace> {
   const work = await fsp.mkdtemp(path.join(options.scratch, 'capture-'));
   try {
     const emptyState = path.join(work, 'state');
     if (placement.kind === 'workspace') await fsp.mkdir(emptyState, { mode: 0o700 });
-    // Copies are new inodes: digests known for the sandbox's own files are for the in-place pack only.
-    const pack = (roots: { stateRoot: string; workspaceRoot: string }, quiet: boolean) => packRoots(roots, bundle, work, { ...options, quiet, knownDigests: undefined });
+    // Copies are new inodes: digests known for the sandbox's own files are for the in-place pack only, and what the
+    // pack of a copy read is gone with the copy (`inPlace` is about the sandbox's own directory).
+    const pack = async (roots: { stateRoot: string; workspaceRoot: string }, quiet: boolean): Promise<PackedWorkspace> => {
+      const packed = await packRoots(roots, bundle, work, { ...options, quiet, knownDigests: undefined });
+      return { artifact: packed.artifact, workspace: packed.workspace };
+    };
     if (sandbox.hostRoot !== undefined) {
       options.onStep?.('read-in-place');
       const inPlace = await packRoots(rootsIn(sandbox.hostRoot, placement, emptyState), bundle, work, { ...options, quiet: options.quiet === true }).catch((err: unknown) => {
