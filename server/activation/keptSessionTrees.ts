@@ -84,7 +84,8 @@ const TREE = 'session';
 const TOP = ['state', 'workspace'];
 
 const limitsText = (limits: SessionBundleLimits): string => JSON.stringify(Object.entries(limits).sort(([a], [b]) => (a < b ? -1 : 1)));
-const entryName = (sessionId: string): string => `s-${createHash('sha256').update(sessionId).digest('hex').slice(0, 40)}`;
+/** The name of a session's kept tree in the directory (a digest: session ids may hold any character). */
+export const keptTreeName = (sessionId: string): string => `s-${createHash('sha256').update(sessionId).digest('hex').slice(0, 40)}`;
 const privateName = (kind: 'incoming' | 'taken' | 'trash'): string => `${kind}-${randomBytes(8).toString('hex')}`;
 const errorText = (err: unknown): string => (err instanceof Error ? err.message : String(err));
 
@@ -148,7 +149,7 @@ export class KeptSessionTrees {
   async take(key: KeptTreeKey, destination: string): Promise<TakenTree | undefined> {
     const taken = path.join(this.dir, privateName('taken'));
     try {
-      await fsp.rename(path.join(this.dir, entryName(key.sessionId)), taken);
+      await fsp.rename(path.join(this.dir, keptTreeName(key.sessionId)), taken);
     } catch (err) {
       if (!isMissing(err)) this.log.debug('could not take a kept session tree', { sessionId: key.sessionId, error: errorText(err) });
       return undefined;
@@ -236,7 +237,7 @@ export class KeptSessionTrees {
         try {
           if (!(await trimmed)) return await discard();
           await fsp.writeFile(path.join(incoming, SUMMARY), JSON.stringify(summary), { mode: 0o600 });
-          await this.install(incoming, entryName(next.sessionId));
+          await this.install(incoming, keptTreeName(next.sessionId));
         } catch (err) {
           this.log.debug('not keeping the session tree', { sessionId: next.sessionId, error: errorText(err) });
           await discard();

@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { createHash } from 'node:crypto';
 import type { ActivationEvent } from '../../../protocol/activation';
+import { keptTreeName } from '../../../server/activation/keptSessionTrees';
 import { newOwnerToken } from '../../../server/repository/activationStore';
 import { encodeJcs } from '../../../server/repository/jcs';
 import { hydrateSessionBundle } from '../../../server/bundle';
@@ -177,21 +178,17 @@ describe('activation runner (real local gateway, fresh sandboxes)', function () 
     const runner = world.runner();
     const how: string[] = [];
     const onProgress = (phase: string, text?: string): void => void (phase === 'hydrate' && how.push(text ?? ''));
-    const keptTrees = (): string[] => {
-      const dir = path.join(world.stateDir, 'kept-sessions');
-      return fs.existsSync(dir) ? fs.readdirSync(dir) : [];
-    };
-    assert.equal((await runner.run(message('kept', 'k1', 'one'), { onProgress })).commit, 'committed');
-    assert.equal(keptTrees().length, 1, 'the tree the first activation packed is kept');
-    const second = await runner.run(message('kept', 'k2', 'two'), { onProgress });
+    const keptTree = path.join(world.stateDir, 'kept-sessions', keptTreeName('kept'));
+    assert.equal((await runner.run(message('kept', 'keep1', 'one'), { onProgress })).commit, 'committed');
+    assert.ok(fs.existsSync(keptTree), 'the tree the first activation packed is kept');
+    const second = await runner.run(message('kept', 'keep2', 'two'), { onProgress });
     assert.equal(second.commit, 'committed');
     assert.deepEqual(response(second).history, ['one']);
     assert.equal(how[1], 'using the session tree the last activation on this machine left (unchanged since)');
 
     // A kept tree changed by anyone is not used: the revision is hydrated, and the change is nowhere.
-    const [entry] = keptTrees();
-    fs.appendFileSync(path.join(world.stateDir, 'kept-sessions', entry as string, 'session/workspace/notes.md'), 'forged\n');
-    const third = await runner.run(message('kept', 'k3', 'three'), { onProgress });
+    fs.appendFileSync(path.join(keptTree, 'session/workspace/notes.md'), 'forged\n');
+    const third = await runner.run(message('kept', 'keep3', 'three'), { onProgress });
     assert.deepEqual(response(third).history, ['one', 'two']);
     assert.equal(how[2], "hydrating the session in the sandbox's directory");
     assert.equal(fs.readFileSync(path.join(await checkoutTree(world, 'kept'), 'workspace/notes.md'), 'utf8'), 'turn 1: one\nturn 2: two\nturn 3: three\n');
@@ -199,10 +196,10 @@ describe('activation runner (real local gateway, fresh sandboxes)', function () 
     // Another writer moved the session on (back to r1's bundle): the kept tree of r3 is not that revision.
     const r1 = await world.repo.checkoutExact({ sessionId: 'kept', revision: 'r1' });
     await world.repo.commit({ sessionId: 'kept', expectedRevision: 'r3', checkpoint: r1.checkpoint, lastCommittedActivationId: 'outside' });
-    const fourth = await runner.run(message('kept', 'k4', 'four'), { onProgress });
+    const fourth = await runner.run(message('kept', 'keep4', 'four'), { onProgress });
     assert.deepEqual(response(fourth).history, ['one'], 'the agent saw the current revision, not the kept tree');
     assert.equal(how[3], "hydrating the session in the sandbox's directory");
-    assert.equal(keptTrees().length, 1, 'one tree per session');
+    assert.ok(fs.existsSync(keptTree), "the fourth turn's tree is kept in its place");
   });
 
   it('a symbolic link left in a local sandbox takes the gateway path back, as on a cluster: it returns as the file it names', async () => {
