@@ -2,7 +2,8 @@
 // extension installed) driven in headless Chromium, against the OpenSandbox SIMULATOR
 // (test/fixtures/opensandbox): open the sandbox as a workspace folder → edit and save a file →
 // `ls` and a failing command in the Sandbox terminal → Ctrl+C a `sleep` (execd interrupts it) →
-// Open Interactive Terminal: a PTY in the sandbox runs vi, which writes an artifact → Close
+// Open Interactive Terminal: a PTY in the sandbox runs vi, which writes an artifact → a window
+// reload brings that terminal back on the same shell, its output replayed → Close
 // Sandbox (Drain) → the artifacts are downloaded, verified against their digests, and the
 // sandbox is gone from the OpenSandbox server. The local gateway daemon holds the OpenSandbox
 // connection (the file the companion writes, 0600 in its state root); the window only ever talks
@@ -167,6 +168,23 @@ describe('e2e: an OpenSandbox sandbox from open to Drain, with an interactive te
     await wb.typeInTerminal('cat /artifacts/vi-notes.txt');
     await wb.waitForTerminalText(/cat \/artifacts\/vi-notes\.txt\s+written in vi/);
     await wb.screenshot('pty-after-vi');
+  });
+
+  it('the interactive terminal survives a window reload: the same shell, its earlier output replayed', async () => {
+    await wb.typeInTerminal('KEPT=across-reload-$((6*7))');
+    await wb.typeInTerminal('echo "set:$KEPT"');
+    await wb.waitForTerminalText(/set:across-reload-42/);
+    // As in sandboxWindow.e2e.ts: wait for the new page, then for what only the reloaded window shows.
+    const reloaded = page.waitForEvent('load', { timeout: 120_000 });
+    reloaded.catch(() => undefined);
+    await wb.runCommand('Developer: Reload Window');
+    await reloaded;
+    await wb.waitForWorkbench();
+    // The banner, then the replay: output written before the reload (the vi step's `cat`) comes back.
+    await wb.waitForTerminalText(/reattaching to the same program[\s\S]*written in vi[\s\S]*set:across-reload-42/, 60_000);
+    await wb.typeInTerminal('echo "still:$KEPT"');
+    await wb.waitForTerminalText(/still:across-reload-42/);
+    await wb.screenshot('pty-after-reload');
   });
 
   it('closes the sandbox with Drain, downloads and verifies its artifacts; the OpenSandbox sandbox is deleted', async () => {

@@ -24,6 +24,18 @@ async function openSandboxIds(): Promise<string[]> {
   return ((await res.json()) as { items: { id: string }[] }).items.map((s) => s.id);
 }
 
+/** Processes of this machine whose command line is `command` (the simulator's sandboxes run here). */
+function running(command: string): string[] {
+  return fs.readdirSync('/proc').filter((pid) => {
+    if (!/^\d+$/.test(pid)) return false;
+    try {
+      return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean).join(' ') === command;
+    } catch {
+      return false; // gone meanwhile
+    }
+  });
+}
+
 /** How many sandboxes the OpenSandbox server has. */
 async function openSandboxCount(): Promise<number> {
   return (await openSandboxIds()).length;
@@ -118,6 +130,23 @@ describe('OpenSandbox sandboxes in VS Code (simulator)', () => {
     } finally {
       terminal.dispose();
     }
+  });
+
+  it('closing an interactive terminal ends its program (a reloading window only lets go of it: e2e openSandboxFlow)', async () => {
+    const exported = await api();
+    const terminal = await vscode.commands.executeCommand<vscode.Terminal | undefined>('sandboxSessions.openInteractiveTerminal', sandbox.key);
+    assert.ok(terminal, 'an interactive terminal was opened');
+    const screen = () => plain(exported.terminalTranscript(terminal) ?? '');
+    const marker = `sleep ${31_000 + Math.floor(Math.random() * 1000)}`;
+    try {
+      terminal.show();
+      await until(() => /[$#] $/m.test(screen()), 'the shell prompt', 30_000);
+      terminal.sendText(`exec ${marker}`, true);
+      await until(() => running(marker).length > 0, `${marker} to run in the sandbox`, 30_000);
+    } finally {
+      terminal.dispose();
+    }
+    await until(() => running(marker).length === 0, `${marker} to end once its terminal is closed`, 30_000);
   });
 
   it('Open Interactive Terminal on a local process sandbox says why there is none', async () => {

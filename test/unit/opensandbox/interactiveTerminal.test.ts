@@ -5,6 +5,7 @@
 // the editor receives is recorded, to prove the OpenSandbox API key and execd's token never
 // reach it.
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -270,6 +271,45 @@ describe('OpenSandbox interactive terminal through the local gateway (GET P/pty)
       if (again instanceof TerminalRefusedError && again.status === 404) break;
       assert.ok(Date.now() < deadline, `the ended terminal is still attachable: ${String(again)}`);
     }
+  });
+
+  it('an editor killed mid-session (its socket never closed) leaves the shell running: a reattach with takeover replays and goes on', async () => {
+    // The editor is another process, SIGKILLed as a reloading window's extension host is: no close frame is sent.
+    const child = spawn(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        '-e',
+        `import { GatewayClient } from ${JSON.stringify(path.resolve(__dirname, '../../../protocol/kruntimes/gatewayClient.ts'))};
+        const gc = new GatewayClient({ endpoint: { url: process.env.PTY_URL }, token: process.env.PTY_TOKEN });
+        let seen = '';
+        const socket = await gc.openTerminal({}, { output: (b) => {
+          seen += b.toString();
+          if (/set:kept-42/.test(seen)) process.stdout.write('SESSION ' + socket.session + '\\n');
+        } });
+        socket.write('KEPT=kept-$((6*7)); echo "set:$KEPT"\\r');
+        setInterval(() => undefined, 1000);`,
+      ],
+      { env: { ...process.env, PTY_URL: run.status?.endpoint?.url ?? '', PTY_TOKEN: gw.token }, stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    const session = await new Promise<string>((resolve, reject) => {
+      let out = '';
+      child.stdout.on('data', (c: Buffer) => {
+        out += c.toString();
+        const m = /SESSION (\S+)/.exec(out);
+        if (m) resolve(m[1] as string);
+      });
+      child.once('exit', (code) => reject(new Error(`the editor process exited (${code}) before it attached: ${out}`)));
+    });
+    child.kill('SIGKILL');
+    await new Promise((resolve) => child.once('exit', resolve));
+
+    const back = await openTerm({ session, takeover: true, since: 0 });
+    assert.match(back.text, /set:kept-42/, 'the output before the editor died is replayed');
+    const mark = back.text.length;
+    back.socket.write('echo "still:$KEPT"\r');
+    await back.see(/still:kept-42/, mark);
   });
 
   it('refuses without the gateway token, with a wrong one, for an unknown Run, a bad query, and a plain GET', async () => {
