@@ -19,7 +19,8 @@ export interface FolderSearchOptions {
 
 export interface FileSearchOptions2 {
   folderOptions: FolderSearchOptions[];
-  session: object;
+  /** Identifies a Quick Open session (for caching); absent for other searches, e.g. workspace.findFiles. */
+  session?: unknown;
   maxResults: number;
 }
 

@@ -17,28 +17,34 @@ export function usableGlobs(globs: readonly (string | { pattern: string })[]): s
 
 /**
  * A folder's file list for Quick Open, listed once per (Quick Open session, folder) and dropped with the
- * session, so typing filters one listing instead of searching again.
+ * session, so typing filters one listing instead of searching again. A search without a session (e.g.
+ * workspace.findFiles) lists afresh each time.
  */
-function createFolderLister(companion: CompanionClient): (folder: FolderSearchOptions, session: object) => Promise<string[]> {
+function createFolderLister(companion: CompanionClient): (folder: FolderSearchOptions, session: unknown) => Promise<string[]> {
   // One listing per (Quick Open session, folder); dropped with the session.
   const listings = new WeakMap<object, Map<string, Promise<string[]>>>();
 
-  return (folder: FolderSearchOptions, session: object): Promise<string[]> => {
+  const list = (folder: FolderSearchOptions): Promise<string[]> => {
+    const target = searchTarget(folder.folder);
+    if (!target) return Promise.resolve([]);
+    const files: string[] = [];
+    return runSandboxSearch(
+      companion,
+      target.ref,
+      { kind: 'files', folder: target.folder, includes: usableGlobs(folder.includes), excludes: usableGlobs(folder.excludes), maxResults: SearchLimits.maxResults },
+      { onFiles: (paths) => files.push(...paths) },
+      // No token: the listing serves the whole Quick Open session, not the keypress that started it.
+    ).then(() => files);
+  };
+
+  return (folder: FolderSearchOptions, session: unknown): Promise<string[]> => {
+    if (typeof session !== 'object' || session === null) return list(folder);
     let perSession = listings.get(session);
     if (!perSession) listings.set(session, (perSession = new Map()));
     const key = folder.folder.toString();
     let listing = perSession.get(key);
     if (!listing) {
-      const target = searchTarget(folder.folder);
-      if (!target) return Promise.resolve([]);
-      const files: string[] = [];
-      listing = runSandboxSearch(
-        companion,
-        target.ref,
-        { kind: 'files', folder: target.folder, includes: usableGlobs(folder.includes), excludes: usableGlobs(folder.excludes), maxResults: SearchLimits.maxResults },
-        { onFiles: (paths) => files.push(...paths) },
-        // No token: the listing serves the whole Quick Open session, not the keypress that started it.
-      ).then(() => files);
+      listing = list(folder);
       perSession.set(key, listing);
       listing.catch(() => perSession?.delete(key));
     }
