@@ -2,7 +2,6 @@
 // dispatches `sandbox-sessions <command> …` to the command modules under server/cli/, loading only
 // the one it runs (each is its own bundle), and answers `--help`/`-h` for every command and
 // subcommand here, once, from the table below.
-import zlib from 'node:zlib';
 import { type CommandHelp, usageFor, wantsHelp } from './cli/args';
 import { enableCompileCache } from './cli/compileCache';
 import type { CommandHandler, CommandIo } from './cli/io';
@@ -83,9 +82,15 @@ function usage(): string {
   ].join('\n');
 }
 
-/** Node >= 22.15 ships zstd; the bundle codec and the local runtime depend on it. */
+/**
+ * Node >= 22.15 ships zstd; the bundle codec and the local runtime depend on it. Node says so in process.versions,
+ * which spares every command (and the daemon, for as long as it runs) loading zlib for the check.
+ */
 export function zstdAvailable(): boolean {
-  return typeof zlib.createZstdCompress === 'function';
+  if (process.versions.zstd !== undefined) return true;
+  // An older Node (getBuiltinModule: 20.16, 22.3) or one that does not list it: ask zlib itself.
+  const getBuiltin = process.getBuiltinModule as typeof process.getBuiltinModule | undefined;
+  return getBuiltin !== undefined && typeof getBuiltin('node:zlib').createZstdCompress === 'function';
 }
 
 function unknownCommand(name: string, io: CommandIo): number {

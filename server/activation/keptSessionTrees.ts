@@ -19,6 +19,7 @@ import type { SessionBundleLimits } from '../../protocol/bundle';
 import { Sha256DigestSchema } from '../../protocol/digest';
 import type { KnownDigest, PackedSourceTree } from '../bundle/pack';
 import type { Logger } from '../log';
+import { byCodeUnits } from '../platform/codeUnitOrder';
 import { bootId } from '../platform/processIdentity';
 import type { SessionIdentity } from '../sandboxes/workspaceMover';
 
@@ -83,7 +84,7 @@ const RECORD = 'record.json';
 const TREE = 'session';
 const TOP = ['state', 'workspace'];
 
-const limitsText = (limits: SessionBundleLimits): string => JSON.stringify(Object.entries(limits).sort(([a], [b]) => (a < b ? -1 : 1)));
+const limitsText = (limits: SessionBundleLimits): string => JSON.stringify(Object.entries(limits).sort(([a], [b]) => byCodeUnits(a, b)));
 /** The name of a session's kept tree in the directory (a digest: session ids may hold any character). */
 export const keptTreeName = (sessionId: string): string => `s-${createHash('sha256').update(sessionId).digest('hex').slice(0, 40)}`;
 const privateName = (kind: 'incoming' | 'taken' | 'trash'): string => `${kind}-${randomBytes(8).toString('hex')}`;

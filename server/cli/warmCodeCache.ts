@@ -10,7 +10,6 @@ import fs from 'node:fs';
 import nodeModule from 'node:module';
 import path from 'node:path';
 import vm from 'node:vm';
-import zlib from 'node:zlib';
 import { compileCacheDir, privateCacheDir } from './compileCache';
 
 /** `<compile cache>/warm`, next to Node's own entries (undefined without a cache directory). */
@@ -27,6 +26,8 @@ const pending: (() => void)[] = [];
 
 /** The entry's file name: the bundle's name, its CRC-32 and length (`build`), and what else V8's code depends on. */
 function entryName(file: string, source: string): { bundle: string; build: string; name: string } {
+  // zlib only here, when a command bundle is loaded: not for the daemon or `--help`.
+  const zlib = process.getBuiltinModule('node:zlib');
   const bundle = `${path.basename(file, '.js')}-`;
   const build = `${bundle}${zlib.crc32(source).toString(16)}-${source.length}-`;
   const runtime = zlib.crc32(`${process.version} ${process.platform} ${process.arch} ${process.execArgv.join(' ')}`);
@@ -41,7 +42,7 @@ export function requireCommandBundle(file: string, dir: string | undefined = war
   const require = nodeModule.createRequire(file);
   const loaded = require.cache[file];
   if (loaded) return { exports: loaded.exports, load: 'loaded' };
-  if (dir === undefined || typeof zlib.crc32 !== 'function' || !privateCacheDir(dir)) return { exports: require(file), load: 'off' };
+  if (dir === undefined || typeof process.getBuiltinModule('node:zlib').crc32 !== 'function' || !privateCacheDir(dir)) return { exports: require(file), load: 'off' };
   const source = fs.readFileSync(file, 'utf8'); // one copy of the 1–5 MB source: V8 keeps this string
   const names = entryName(file, source);
   const entry = path.join(dir, names.name);

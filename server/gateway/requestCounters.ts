@@ -2,6 +2,7 @@
 // A diagnostic the local gateway offers (`GET …/runs/{name}/requests`): it shows whether a client
 // (the editor's file system, say) makes a stat storm, and tests assert on it.
 import type { AccessRoute } from './accessApi';
+import { byCodeUnits } from '../platform/codeUnitOrder';
 
 export type AccessRequestKind = AccessRoute['kind'];
 
@@ -16,7 +17,7 @@ export class AccessRequestCounters {
 
   /** Requests served for one Run, by kind (kinds never used are absent). */
   get(uid: string): Record<string, number> {
-    return Object.fromEntries([...(this.byRun.get(uid) ?? new Map<AccessRequestKind, number>())].sort(([a], [b]) => a.localeCompare(b)));
+    return Object.fromEntries([...(this.byRun.get(uid) ?? new Map<AccessRequestKind, number>())].sort(([a], [b]) => byCodeUnits(a, b)));
   }
 
   forget(uid: string): void {

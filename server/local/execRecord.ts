@@ -9,6 +9,7 @@ import { z } from 'zod';
 import { readJsonRecord, writeJsonAtomic } from './atomicFile';
 import { HAS_PROC, bootId, isSameProcessAlive, processStartTime } from '../platform/processIdentity';
 import { processGroupMembers, signalGroup } from './procInfo';
+import { byCodeUnits } from '../platform/codeUnitOrder';
 
 // The schemas are built on first parse (z.lazy): zod 4 binds every method to every schema instance, a cost
 // at the start of the daemon and the CLI (issue 25).
@@ -94,7 +95,7 @@ export class ExecRecords {
       const rec = await readJsonRecord(path.join(this.dir, name), ExecRecordSchema).catch(() => undefined);
       if (rec) records.push(rec);
     }
-    return records.sort((a, b) => a.startedAt.localeCompare(b.startedAt));
+    return records.sort((a, b) => byCodeUnits(a.startedAt, b.startedAt));
   }
 
   /** Keeps the newest MAX_ENDED_RECORDS ended records. */

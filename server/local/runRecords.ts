@@ -12,6 +12,7 @@ import type { LocalSession } from './localSession';
 import { RunLock } from './runLock';
 import { clone } from './runStatus';
 import type { StateLayout } from './stateRoot';
+import { byCodeUnits } from '../platform/codeUnitOrder';
 
 export type RunEventType = 'ADDED' | 'MODIFIED' | 'DELETED';
 export interface RunEvent {
@@ -107,7 +108,7 @@ export class RunRecords {
     return [...this.entries.values()]
       .map((e) => e.run)
       .filter((r) => namespace === undefined || r.metadata.namespace === namespace)
-      .sort((a, b) => (a.metadata.name ?? '').localeCompare(b.metadata.name ?? ''))
+      .sort((a, b) => byCodeUnits(a.metadata.name ?? '', b.metadata.name ?? ''))
       .map(clone);
   }
 

@@ -22,6 +22,7 @@ import {
   TombstoneSchema,
 } from './records';
 import type { RepositoryWriter } from './storage';
+import { byCodeUnits } from '../platform/codeUnitOrder';
 
 export const FILE_STATE_SCHEMA_VERSION = 2;
 
@@ -255,7 +256,7 @@ export class FileStateView implements RepositoryWriter {
       schemaVersion: FILE_STATE_SCHEMA_VERSION,
       sessions: [...this.sessions.values()].sort(byId((s) => s.sessionId)),
       revisions: [...this.revisions.entries()]
-        .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+        .sort(([a], [b]) => byCodeUnits(a, b))
         .flatMap(([, m]) => [...m.values()].sort((a, b) => a.revision - b.revision)),
       commits: [...this.receipts.values()].sort(byId((c) => receiptKey(c.sessionId, c.commitId))),
       forks: [...this.forks.values()].sort(byId((f) => f.forkId)),
