@@ -32,6 +32,7 @@ import { WindowCommands } from './sandboxes/windowCommands';
 import { SandboxLogChannels } from './views/sandboxLogChannels';
 import { SandboxLogFollows } from './sandboxes/logFollows';
 import { LiveSandboxChanges } from './fs/liveSandboxChanges';
+import { SandboxFolderWatches } from './fs/sandboxFolderWatches';
 import { messageOf } from './sandboxes/errorText';
 import { createSandboxResolver, type SandboxResolver, type SandboxTarget } from './sandboxes/sandboxPicker';
 import { registerSandboxSearch, type SandboxSearch } from './search/registerSearch';
@@ -88,7 +89,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<Sandbo
   const windowCommands = new WindowCommands();
   const operations = new OperationsTreeProvider(logFollows, windowCommands);
   const logChannels = new SandboxLogChannels(logFollows);
-  const live = new LiveSandboxChanges(registry, fileSystem, logFollows, log);
+  const folderWatches = new SandboxFolderWatches(companion, log);
+  const live = new LiveSandboxChanges(registry, fileSystem, logFollows, log, folderWatches);
   const terminals: TerminalFactoryDeps = {
     globalState: context.globalState,
     onCommandFinished: (key, cwd) => fileSystem.commandRanIn(key, cwd),
@@ -105,6 +107,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Sandbo
     sessions,
     vscode.window.registerTreeDataProvider('sandboxSessions.sessions', sessions),
     logFollows,
+    folderWatches,
     live,
     operations,
     logChannels,

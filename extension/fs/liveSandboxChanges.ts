@@ -2,16 +2,20 @@
 // (or one of its files in an editor tab), its log is followed and what other clients change there
 // (an agent over MCP, the CLI, another window) reaches the Explorer and open editors as file
 // events — VS Code does not re-read a file system by itself. One SandboxChangeFeed per shown
-// sandbox; it stops when the folder and its tabs close or the sandbox ends.
+// sandbox; it stops when the folder and its tabs close or the sandbox ends. A local sandbox's
+// listed folders are also watched in place (sandboxFolderWatches.ts), for what no operation
+// announces: a command still running, or a process that outlived its command.
 import * as vscode from 'vscode';
 import { parseSandboxKey } from '../../protocol/sandboxes';
 import type { SandboxLogFollows } from '../sandboxes/logFollows';
 import type { SandboxRegistry } from '../sandboxes/registry';
 import { SandboxChangeFeed } from './sandboxChangeFeed';
+import type { FolderWatch, SandboxFolderWatches } from './sandboxFolderWatches';
 import { SANDBOX_SCHEME, type SandboxFileSystemProvider } from './sandboxFileSystemProvider';
 
 export class LiveSandboxChanges implements vscode.Disposable {
   private readonly feeds = new Map<string, SandboxChangeFeed>();
+  private readonly watches = new Map<string, FolderWatch>();
   private readonly subscriptions: vscode.Disposable[];
 
   constructor(
@@ -19,6 +23,7 @@ export class LiveSandboxChanges implements vscode.Disposable {
     private readonly fileSystem: SandboxFileSystemProvider,
     private readonly follows: SandboxLogFollows,
     private readonly log: vscode.LogOutputChannel,
+    private readonly folderWatches?: SandboxFolderWatches,
   ) {
     this.subscriptions = [
       vscode.workspace.onDidChangeWorkspaceFolders(() => this.update()),
@@ -44,11 +49,14 @@ export class LiveSandboxChanges implements vscode.Disposable {
       if (wanted.has(key) && feed.active) continue;
       feed.stop();
       this.feeds.delete(key);
+      this.watches.get(key)?.stop();
+      this.watches.delete(key);
     }
     for (const key of wanted) {
       if (this.feeds.has(key)) continue;
       const ref = parseSandboxKey(key);
       if (!ref) continue;
+      if (ref.provider === 'local' && this.folderWatches) this.watches.set(key, this.folderWatches.watch(ref, this.fileSystem.filesOf(key)));
       this.feeds.set(
         key,
         new SandboxChangeFeed({
@@ -67,6 +75,8 @@ export class LiveSandboxChanges implements vscode.Disposable {
     for (const s of this.subscriptions) s.dispose();
     for (const feed of this.feeds.values()) feed.stop();
     this.feeds.clear();
+    for (const watch of this.watches.values()) watch.stop();
+    this.watches.clear();
   }
 }
 

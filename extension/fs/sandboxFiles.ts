@@ -67,6 +67,7 @@ export class SandboxFiles {
   private readonly inflight = new Map<string, Promise<Listing>>();
   private readonly times = new FileTimes();
   private readonly listeners = new Set<(changes: FileChange[]) => void>();
+  private readonly folderListeners = new Set<() => void>();
   /** The contents last read or written per file (answers reads once the sandbox has closed). */
   private readonly kept = new KeptContents();
   private readonly ttl: number;
@@ -83,6 +84,21 @@ export class SandboxFiles {
   onDidChange(listener: (changes: FileChange[]) => void): { dispose(): void } {
     this.listeners.add(listener);
     return { dispose: () => this.listeners.delete(listener) };
+  }
+
+  /** The folders this window has listed (and not seen vanish): what a watch of the sandbox watches. */
+  knownFolders(): string[] {
+    return [...this.known.keys()];
+  }
+
+  /** Hears that `knownFolders()` gained or lost a folder. */
+  onDidChangeKnownFolders(listener: () => void): { dispose(): void } {
+    this.folderListeners.add(listener);
+    return { dispose: () => this.folderListeners.delete(listener) };
+  }
+
+  private knownFoldersChanged(): void {
+    for (const l of this.folderListeners) l();
   }
 
   // ---- reads ---------------------------------------------------------------------------------
@@ -207,11 +223,18 @@ export class SandboxFiles {
    */
   async commandRanIn(dir: string): Promise<void> {
     dir = normalize(dir);
+    await this.recheck([...this.known.keys()].filter((d) => d === '' || isUnder(d, dir) || isUnder(dir, d)));
+  }
+
+  /** Folders a watch saw change (anyone's change, e.g. a command still running): listed again and compared, as above. */
+  async foldersChanged(folders: readonly string[]): Promise<void> {
+    const changed = new Set(folders.map(normalize));
+    await this.recheck([...this.known.keys()].filter((d) => changed.has(d)));
+  }
+
+  private async recheck(folders: string[]): Promise<void> {
     this.missingDirs.clear();
-    const affected = [...this.known.keys()]
-      .filter((d) => d === '' || isUnder(d, dir) || isUnder(dir, d))
-      .sort((a, b) => depth(a) - depth(b) || a.localeCompare(b))
-      .slice(0, MAX_FOLDERS_RECHECKED);
+    const affected = folders.sort((a, b) => depth(a) - depth(b) || (a < b ? -1 : a > b ? 1 : 0)).slice(0, MAX_FOLDERS_RECHECKED);
     // Every cached listing the command may have made stale goes now, before the first await: a read
     // that arrives while the folders are re-listed one by one must not be answered from the old one.
     // A listing already in flight may have been read before the command changed the folder: it is
@@ -321,7 +344,9 @@ export class SandboxFiles {
     const listing = { entries, at: Date.now() };
     if (!current()) return listing;
     this.listings.set(dir, listing);
+    const newFolder = !this.known.has(dir);
     this.known.set(dir, new Map(entries));
+    if (newFolder) this.knownFoldersChanged();
     this.missingDirs.delete(dir);
     for (const e of entries.values()) this.times.observe(dir === '' ? e.path : `${dir}/${e.path}`, e.sizeBytes ?? 0);
     return listing;
@@ -357,7 +382,9 @@ export class SandboxFiles {
   /** Drops `p` from its parent's known entries, and what is known of folders under it. */
   private forgetKnown(p: string): void {
     this.known.get(parentOf(p))?.delete(path.basename(p));
+    const before = this.known.size;
     for (const key of [...this.known.keys()]) if (isUnder(key, p) && p !== '') this.known.delete(key);
+    if (this.known.size !== before) this.knownFoldersChanged();
   }
 
   private invalidateListing(dir: string): void {

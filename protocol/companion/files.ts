@@ -4,7 +4,7 @@
 // machine, so its files can still be read there. The window keeps using the gateway while a sandbox is Ready.
 import { z } from 'zod';
 import { SandboxRefSchema } from '../sandboxes';
-import { defineMethod } from './contract';
+import { defineMethod, defineNotification } from './contract';
 
 /** Bytes per `sandboxes/files/read` call: the gateway's own read bound (GatewayLimits.maxReadBytes). */
 export const SANDBOX_FILES_MAX_READ_BYTES = 786_000;
@@ -17,6 +17,9 @@ export const SANDBOX_FILES_MAX_LIST_LIMIT = 10_000;
  * Finalizing.
  */
 export const SANDBOX_FILES_UNREADABLE = 'sandbox_files_unreadable';
+
+/** Folders one `sandboxes/files/watch` may watch (each is one inotify watch of the user's limit). */
+export const SANDBOX_FILES_MAX_WATCHED_FOLDERS = 512;
 
 /** A workspace-relative path: `""` is the workspace root; no leading `/`, no `..`. */
 const WorkspacePathSchema = z.string().max(4096);
@@ -98,5 +101,30 @@ export const fileMethods = {
       params: { ...example, path: 'README.md' },
       result: { contents: 'Zmlyc3QK', size: 6, truncated: false },
     },
+  }),
+  'sandboxes/files/watch': defineMethod('sandboxes/files/watch', {
+    description:
+      'Watches folders of a local sandbox\'s workspace (each one itself, not its subfolders) for changes anyone makes — ' +
+      'also a process that outlived its command or runs on (a dev server, a build in the background) — and says which ' +
+      'folders changed in `sandboxes/files/changed` notifications carrying `watchId`, a few a second at most. The ' +
+      'request answers once the workspace is gone (the sandbox ended) or `$/cancelRequest` stops it; to watch other ' +
+      'folders, cancel it and ask again. A folder that does not exist, is not a folder, or leads out of the workspace ' +
+      'through a link is not watched (the rest are). ' +
+      CONFINEMENT,
+    params: z.object({
+      ref: SandboxRefSchema,
+      watchId: z.string().min(1).max(200),
+      folders: z.array(WorkspacePathSchema).max(SANDBOX_FILES_MAX_WATCHED_FOLDERS),
+    }),
+    result: z.object({}),
+    example: { params: { ...example, watchId: 'watch-1', folders: ['', 'src'] }, result: {} },
+  }),
+} as const;
+
+export const fileNotifications = {
+  'sandboxes/files/changed': defineNotification('sandboxes/files/changed', {
+    description: 'Folders of a watched sandbox (`sandboxes/files/watch`) whose entries were created, changed or removed since the last notification.',
+    params: z.object({ watchId: z.string(), folders: z.array(WorkspacePathSchema) }),
+    example: { watchId: 'watch-1', folders: ['src'] },
   }),
 } as const;

@@ -6,7 +6,7 @@ import type { z } from 'zod';
 import { activationMethods, activationNotifications } from './activations';
 import { agentMethods } from './agents';
 import { bundleMethods } from './bundles';
-import { fileMethods } from './files';
+import { fileMethods, fileNotifications } from './files';
 import { lifecycleMethods } from './lifecycle';
 import { logMethods, logNotifications } from './logs';
 import { openSandboxMethods } from './opensandbox';
@@ -64,6 +64,7 @@ export type ResultOf<M extends CompanionMethodName> = z.infer<CompanionMethods[M
 
 export const companionNotifications = {
   ...activationNotifications,
+  ...fileNotifications,
   ...logNotifications,
   ...sandboxNotifications,
   ...portNotifications,

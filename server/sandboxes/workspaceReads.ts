@@ -47,7 +47,7 @@ export class SandboxWorkspaceReads {
   }
 
   /** The sandbox's workspace on this machine, for reads (Ready or Finalizing), or the stable refusal. */
-  private async root(ref: SandboxRef): Promise<string> {
+  async root(ref: SandboxRef): Promise<string> {
     const provider = this.providers.get(ref.provider);
     if (!provider) throw new CompanionError('unavailable', `the ${ref.provider} provider is not available in this server`);
     const dir = await provider.hostDirectory?.(ref, 'read');

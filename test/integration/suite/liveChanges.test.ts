@@ -5,7 +5,7 @@
 // contents would not appear at all. The same for a kruntimes sandbox, whose log is its Runtime Pod's. The window's own writes re-check nothing, and closing the
 // sandbox's last editor stops following its log.
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import * as vscode from 'vscode';
@@ -75,6 +75,42 @@ describe('live changes of a sandbox made outside the window', () => {
     await vscode.commands.executeCommand('workbench.action.closeAllEditors');
     await until(() => !a.live.followed().includes(sandbox.key), 'the window to stop following once no editor shows the sandbox');
     assert.equal(feed.active, false);
+  });
+
+  it('shows what a command still running writes in a local sandbox (its listed folders are watched), without Refresh', async function () {
+    this.timeout(60_000);
+    const a = await api();
+    const local = await newLocalSandbox();
+    const at = (p = '') => vscode.Uri.from({ scheme: 'sandbox', authority: local.key, path: `/${p}` });
+    await vscode.workspace.fs.createDirectory(at('out'));
+    await vscode.workspace.fs.writeFile(at('build.log'), new TextEncoder().encode('started\n'));
+    // What the Explorer lists: the root and the expanded `out`.
+    await vscode.workspace.fs.readDirectory(at());
+    assert.deepEqual((await vscode.workspace.fs.readDirectory(at('out'))).map(([n]) => n), []);
+    const seen: string[] = [];
+    const events = vscode.workspace.createFileSystemWatcher(new vscode.RelativePattern(at(), '**'));
+    events.onDidCreate((u) => u.authority === local.key && seen.push(u.path));
+    const editor = await vscode.window.showTextDocument(at('build.log'));
+    await until(() => a.live.followed().includes(local.key), 'the window to follow the sandbox of the open editor');
+
+    // A command that writes and goes on running (as a build or a dev server does): no audit line until it ends.
+    const extension = vscode.extensions.getExtension(EXTENSION_ID);
+    assert.ok(extension);
+    const cli = path.join(extension.extensionPath, 'dist', 'server.js');
+    const script = 'sleep 1; echo built > out/app.js; echo done >> build.log; exec sleep 40';
+    const running = spawn(process.execPath, [cli, 'sandbox', 'exec', local.ref.name, '--', 'sh', '-c', script], { env: { ...process.env, ELECTRON_RUN_AS_NODE: '1' }, stdio: 'ignore' });
+    let exited = false;
+    running.once('exit', () => (exited = true));
+    try {
+      await until(() => seen.includes('/out/app.js'), 'a created event for /out/app.js', 15_000);
+      await until(() => editor.document.getText() === 'started\ndone\n', 'the open editor to show the appended line', 15_000);
+      assert.equal(exited, false, 'the command is still running: no operation had announced these changes');
+      assert.deepEqual((await vscode.workspace.fs.readDirectory(at('out'))).map(([n]) => n), ['app.js']);
+    } finally {
+      events.dispose();
+      running.kill('SIGINT');
+      await vscode.commands.executeCommand('workbench.action.closeAllEditors');
+    }
   });
 
   it('shows live what another client changes in a kruntimes sandbox (its Runtime Pod log, through the Kubernetes API)', async () => {
