@@ -19,7 +19,8 @@ import { takePendingOpen } from './sandboxes/pendingOpen';
 import { registerRestoringFolderView, restoreLostSandboxFolders } from './sandboxes/workspaceRepair';
 import { SandboxRegistry } from './sandboxes/registry';
 import { SandboxUsage } from './sandboxes/sandboxUsage';
-import { SandboxPseudoterminal, sandboxTerminalOptions, SandboxTaskTerminal, type TerminalFactoryDeps } from './terminal/sandboxPseudoterminal';
+import { SandboxPseudoterminal, sandboxTerminalOptions, type TerminalFactoryDeps } from './terminal/sandboxPseudoterminal';
+import { SANDBOX_TASK_TYPE, SandboxTaskProvider } from './tasks/sandboxTasks';
 import { guardHostShells } from './terminal/hostShellGuard';
 import { InteractivePseudoterminal, registerInteractiveTerminal } from './terminal/interactiveTerminal';
 import { SandboxTerminalRestore } from './terminal/terminalRestore';
@@ -122,10 +123,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Sandbo
     ...registerInteractiveTerminal({ registry, resolveSandbox }),
     ...registerTerminalProfile(registry, terminals),
     ...registerServerSettings(context),
-    vscode.tasks.registerTaskProvider('sandbox', {
-      provideTasks: () => [],
-      resolveTask: (task) => resolveSandboxTask(task, registry, terminals),
-    }),
+    vscode.tasks.registerTaskProvider(SANDBOX_TASK_TYPE, new SandboxTaskProvider(registry, terminals, log)),
   );
   const search = registerSandboxSearch({ companion, onDidChangeFile: fileSystem.onDidChangeFile, globalState: context.globalState, log });
   context.subscriptions.push(...search.disposables);
@@ -296,26 +294,6 @@ async function pickReadySandbox(registry: SandboxRegistry): Promise<string | und
     placeHolder: 'Sandbox for the terminal',
   });
   return picked?.key;
-}
-
-function resolveSandboxTask(task: vscode.Task, registry: SandboxRegistry, terminals: TerminalFactoryDeps): vscode.Task | undefined {
-  const definition = task.definition as { type: 'sandbox'; command?: unknown; sandbox?: unknown; cwd?: unknown };
-  if (typeof definition.command !== 'string') return undefined;
-  const command = definition.command;
-  const cwd = typeof definition.cwd === 'string' ? definition.cwd : undefined;
-  const resolved = new vscode.Task(
-    definition,
-    task.scope ?? vscode.TaskScope.Workspace,
-    task.name,
-    'sandbox',
-    new vscode.CustomExecution(async () => {
-      const key = typeof definition.sandbox === 'string' ? definition.sandbox : activeSandboxKey();
-      const connection = key ? registry.connection(key) : undefined;
-      if (!connection) throw new Error('The task names no sandbox and no sandbox folder is open.');
-      return new SandboxTaskTerminal(connection, command, cwd, (dir) => terminals.onCommandFinished(connection.key, dir), terminals.commands);
-    }),
-  );
-  return resolved;
 }
 
 async function finishPendingOpen(
