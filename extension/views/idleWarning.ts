@@ -8,17 +8,12 @@
 import * as vscode from 'vscode';
 import type { SandboxSummary } from '../../protocol/sandboxes';
 import type { SandboxRegistry } from '../sandboxes/registry';
+import { durationInWords } from './durationText';
 import { idleWarningDue } from './idleWarningDue';
 
 export const KEEP_WORKING_COMMAND = 'sandboxSessions.keepSandboxWorking';
 const KEEP_WORKING = 'Keep Working';
 const CLOSE = 'Close Sandbox (Drain)';
-
-/** `1m 5s`, `45s`: the time left, in words for a notification. */
-function inWords(ms: number): string {
-  const s = Math.max(1, Math.round(ms / 1000));
-  return s >= 60 ? `${Math.floor(s / 60)}m${s % 60 ? ` ${s % 60}s` : ''}` : `${s}s`;
-}
 
 export class IdleWarnings {
   /** The last activity each sandbox was warned about: one warning per quiet spell. */
@@ -53,7 +48,7 @@ export class IdleWarnings {
     const left = idleWarningDue(idle, fresh, Date.now());
     if (left === undefined || this.registry.summary(summary.key)?.phase !== 'Ready') return; // used meanwhile
     this.warnedAt.set(summary.key, fresh);
-    this.shownText = `${summary.ref.name} stops in ${inWords(left)} for want of use: its idle timeout is ${inWords(idle * 1000)}, and only commands and file changes count as use.`;
+    this.shownText = `${summary.ref.name} stops in ${durationInWords(left)} for want of use: its idle timeout is ${durationInWords(idle * 1000)}, and only commands and file changes count as use.`;
     const choice = await vscode.window.showWarningMessage(this.shownText, KEEP_WORKING, CLOSE);
     if (choice === KEEP_WORKING) await vscode.commands.executeCommand(KEEP_WORKING_COMMAND, summary.key);
     else if (choice === CLOSE) await vscode.commands.executeCommand('sandboxSessions.closeSandbox', summary.key);

@@ -10,28 +10,11 @@ import { parseGoDuration } from '../../protocol/kruntimes/run';
 import type { SandboxSummary } from '../../protocol/sandboxes';
 import { SANDBOX_SCHEME } from '../fs/sandboxFileSystemProvider';
 import type { SandboxRegistry } from '../sandboxes/registry';
+import { formatRemaining, formatSeconds } from './durationText';
 import { IdleWarnings, KEEP_WORKING_COMMAND } from './idleWarning';
 
 const STATUS_POLL_MS = 15_000;
 const RECONNECT_COMMAND = 'sandboxSessions.reconnectSandbox';
-
-export function formatRemaining(ms: number): string {
-  if (ms <= 0) return '0:00';
-  const s = Math.floor(ms / 1000);
-  const h = Math.floor(s / 3600);
-  const m = Math.floor((s % 3600) / 60);
-  const sec = s % 60;
-  return h > 0 ? `${h}:${String(m).padStart(2, '0')}:${String(sec).padStart(2, '0')}` : `${m}:${String(sec).padStart(2, '0')}`;
-}
-
-/** Whole seconds as `45s`, `5m`, `1h30m`. */
-export function formatSeconds(total: number): string {
-  const h = Math.floor(total / 3600);
-  const m = Math.floor((total % 3600) / 60);
-  const s = total % 60;
-  const out = `${h > 0 ? `${h}h` : ''}${m > 0 ? `${m}m` : ''}${s > 0 ? `${s}s` : ''}`;
-  return out === '' ? '0s' : out;
-}
 
 export class SandboxStatusBar implements vscode.Disposable {
   private readonly item = vscode.window.createStatusBarItem('sandboxSessions.status', vscode.StatusBarAlignment.Left, 50);
