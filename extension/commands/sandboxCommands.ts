@@ -1,12 +1,13 @@
 // The sandbox commands of the palette, the Sandboxes view and the status bar: New Sandbox… (and
 // New Sandbox Here on a namespace of the view), Open Sandbox (as a workspace folder or in a new window), Open Terminal (and Open
 // Sandbox Terminal Here on a folder in the Explorer), Close Sandbox (Drain),
-// Cancel Sandbox (Immediate), Delete, Download Artifacts…, Grant to Agents / Revoke from Agents, Show Logs. Long work runs under
+// Cancel Sandbox (Immediate), Delete, Download Artifacts… (and Open Artifact / Save Artifact… on a Drain report's rows), Grant to Agents / Revoke from Agents, Show Logs. Long work runs under
 // withProgress with a working Cancel. Each command lives in its own file under commands/sandbox/; this registers them.
 import * as vscode from 'vscode';
 import { createSandboxResolver, type SandboxTarget } from '../sandboxes/sandboxPicker';
 import { setAgentGrant } from './sandbox/agentGrant';
 import type { CommandDeps, SandboxCommandContext } from './sandbox/context';
+import { openArtifact, saveArtifact } from './sandbox/artifactActions';
 import { downloadArtifacts } from './sandbox/downloadArtifacts';
 import { newSandbox, newSandboxHere } from './sandbox/newSandbox';
 import { openSandbox, openSandboxInNewWindow, openSandboxTerminal, openSandboxTerminalHere } from './sandbox/openSandbox';
@@ -32,6 +33,8 @@ export function registerSandboxCommands(deps: CommandDeps): vscode.Disposable[] 
     reg('sandboxSessions.cancelSandbox', (c, target: SandboxTarget) => terminate(c, target, 'Immediate')),
     reg('sandboxSessions.deleteSandbox', deleteSandbox),
     reg('sandboxSessions.downloadArtifacts', downloadArtifacts),
+    reg('sandboxSessions.openArtifact', openArtifact),
+    reg('sandboxSessions.saveArtifact', saveArtifact),
     reg('sandboxSessions.grantToAgents', (c, target: SandboxTarget) => setAgentGrant(c, target, true)),
     reg('sandboxSessions.revokeFromAgents', (c, target: SandboxTarget) => setAgentGrant(c, target, false)),
     reg('sandboxSessions.refresh', () => deps.tree.refresh()),

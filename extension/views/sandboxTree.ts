@@ -1,12 +1,14 @@
 // The Sandboxes view: providers → contexts → namespaces → session Runs, with a phase icon and a
 // tooltip that says why a sandbox is in its phase (reason, message, timeouts, runtime, age); a
-// sandbox an agent created (a robot) or granted to agents says so in its description.
+// sandbox an agent created (a robot) or granted to agents says so in its description. A sandbox
+// closed with Drain opens to its Drain report: each exported artifact with its size, type and
+// sha256, opened or saved from its row (commands/sandbox/artifactActions.ts).
 // kruntimes shows kubeconfig's contexts (the current one first, marked and open) and, when it
 // cannot be used, why — as the provider's first child, a click away from the kubeconfig setting.
 import os from 'node:os';
 import path from 'node:path';
 import * as vscode from 'vscode';
-import type { RunPhase } from '../../protocol/kruntimes/run';
+import type { ArtifactRef, RunPhase } from '../../protocol/kruntimes/run';
 import type { ProviderInfo, SandboxSummary } from '../../protocol/sandboxes';
 import type { CompanionClient } from '../companion/companionClient';
 import type { SandboxRegistry } from '../sandboxes/registry';
@@ -23,9 +25,41 @@ export type SandboxTreeNode =
   | { kind: 'context'; provider: ProviderInfo; context: string; namespaces: string[]; info?: ContextInfo }
   | { kind: 'namespace'; provider: ProviderInfo; context: string; namespace: string; info?: ContextInfo }
   | { kind: 'sandbox'; sandbox: SandboxSummary }
+  | { kind: 'artifact'; sandbox: SandboxSummary; artifact: ArtifactRef }
   | { kind: 'message'; text: string; tooltip?: string; icon?: string; command?: vscode.Command };
 
-const NODE_KINDS: ReadonlySet<unknown> = new Set<SandboxTreeNode['kind']>(['provider', 'context', 'namespace', 'sandbox', 'message']);
+const NODE_KINDS: ReadonlySet<unknown> = new Set<SandboxTreeNode['kind']>(['provider', 'context', 'namespace', 'sandbox', 'artifact', 'message']);
+
+/** `812 B`, `1.4 KB`, `3.2 MB`. */
+export function sizeText(bytes: number): string {
+  if (bytes < 1000) return `${bytes} B`;
+  const units = ['KB', 'MB', 'GB', 'TB'];
+  let value = bytes / 1000;
+  let unit = 0;
+  while (value >= 1000 && unit < units.length - 1) {
+    value /= 1000;
+    unit += 1;
+  }
+  return `${value >= 100 ? value.toFixed(0) : value.toFixed(1)} ${units[unit]}`;
+}
+
+function artifactItem(sandbox: SandboxSummary, a: ArtifactRef): vscode.TreeItem {
+  const item = new vscode.TreeItem(a.name, vscode.TreeItemCollapsibleState.None);
+  item.id = `${sandbox.key}/artifact/${a.name}`;
+  const kind = a.type === 'directory' ? 'folder, as .tar.gz' : a.type;
+  item.description = `${sizeText(a.sizeBytes)} · ${kind} · ${a.digest.slice('sha256:'.length, 'sha256:'.length + 12)}`;
+  item.iconPath = new vscode.ThemeIcon(a.type === 'directory' ? 'folder' : a.type === 'archive' ? 'file-zip' : 'file');
+  const md = new vscode.MarkdownString();
+  md.appendText(`${a.name} — exported by Close Sandbox (Drain) of ${sandbox.ref.name}\n`);
+  md.appendText(`Size: ${a.sizeBytes} bytes (${kind})\nsha256: ${a.digest.slice('sha256:'.length)}\n`);
+  if (a.contentType) md.appendText(`Content type: ${a.contentType}\n`);
+  if (a.createdAt) md.appendText(`Exported: ${formatTimeAndAge(a.createdAt)}\n`);
+  md.appendText(a.type === 'file' ? 'Click to open it (downloaded and verified against its sha256); Save Artifact… keeps a copy.' : 'Save Artifact… downloads it, verified against its sha256, and unpacks a folder.');
+  item.tooltip = md;
+  item.contextValue = `artifact.${a.type}`;
+  if (a.type === 'file') item.command = { command: 'sandboxSessions.openArtifact', title: 'Open Artifact', arguments: [{ kind: 'artifact', sandbox, artifact: a }] };
+  return item;
+}
 
 /** True for a row of this tree (VS Code passes the selected row to the view's title actions). */
 export function isSandboxTreeNode(value: unknown): value is SandboxTreeNode {
@@ -180,7 +214,8 @@ export class SandboxTreeProvider implements vscode.TreeDataProvider<SandboxTreeN
       }
       case 'sandbox': {
         const s = node.sandbox;
-        const item = new vscode.TreeItem(s.ref.name, vscode.TreeItemCollapsibleState.None);
+        // A sandbox closed with Drain opens to its Drain report: the artifacts it exported.
+        const item = new vscode.TreeItem(s.ref.name, s.artifacts?.length ? vscode.TreeItemCollapsibleState.Collapsed : vscode.TreeItemCollapsibleState.None);
         item.id = s.key;
         const agents = agentMark(s);
         item.description = `${agents ? `${agents} · ` : ''}${s.phase ?? 'Pending'}${s.reason && s.phase !== 'Ready' ? ` · ${s.reason}` : ''} · ${s.runtime}`;
@@ -193,6 +228,8 @@ export class SandboxTreeProvider implements vscode.TreeDataProvider<SandboxTreeN
         }
         return item;
       }
+      case 'artifact':
+        return artifactItem(node.sandbox, node.artifact);
       case 'message': {
         const item = new vscode.TreeItem(node.text, vscode.TreeItemCollapsibleState.None);
         item.iconPath = new vscode.ThemeIcon(node.icon ?? 'info');
@@ -259,6 +296,10 @@ export class SandboxTreeProvider implements vscode.TreeDataProvider<SandboxTreeN
         return list
           .sort((a, b) => (b.createdAt ?? '').localeCompare(a.createdAt ?? '') || a.ref.name.localeCompare(b.ref.name))
           .map((sandbox) => ({ kind: 'sandbox', sandbox: this.registry.summary(sandbox.key) ?? sandbox }));
+      }
+      if (node.kind === 'sandbox') {
+        const s = this.registry.summary(node.sandbox.key) ?? node.sandbox;
+        return [...(s.artifacts ?? [])].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)).map((artifact) => ({ kind: 'artifact', sandbox: s, artifact }));
       }
       return [];
     } catch (err) {
