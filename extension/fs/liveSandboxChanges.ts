@@ -6,7 +6,7 @@
 // listed folders are also watched in place (sandboxFolderWatches.ts), for what no operation
 // announces: a command still running, or a process that outlived its command.
 import * as vscode from 'vscode';
-import { parseSandboxKey } from '../../protocol/sandboxes';
+import { parseSandboxKey, type SandboxRef } from '../../protocol/sandboxes';
 import type { SandboxLogFollows } from '../sandboxes/logFollows';
 import type { SandboxRegistry } from '../sandboxes/registry';
 import { SandboxChangeFeed } from './sandboxChangeFeed';
@@ -56,7 +56,7 @@ export class LiveSandboxChanges implements vscode.Disposable {
       if (this.feeds.has(key)) continue;
       const ref = parseSandboxKey(key);
       if (!ref) continue;
-      if (ref.provider === 'local' && this.folderWatches) this.watches.set(key, this.folderWatches.watch(ref, this.fileSystem.filesOf(key)));
+      if (ref.provider === 'local' && this.folderWatches) this.watchFolders(key, ref, this.folderWatches);
       this.feeds.set(
         key,
         new SandboxChangeFeed({
@@ -68,6 +68,15 @@ export class LiveSandboxChanges implements vscode.Disposable {
           log: this.log,
         }),
       );
+    }
+  }
+
+  /** Watches the folders this window lists of a local sandbox; one it cannot reach yet is followed through its log only. */
+  private watchFolders(key: string, ref: SandboxRef, watches: SandboxFolderWatches): void {
+    try {
+      this.watches.set(key, watches.watch(ref, this.fileSystem.filesOf(key)));
+    } catch (err) {
+      this.log.info(`not watching the folders of ${ref.name}: ${err instanceof Error ? err.message : String(err)}`);
     }
   }
 
