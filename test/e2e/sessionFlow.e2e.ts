@@ -1,7 +1,7 @@
 // A person's session flow in a real VS Code (code-server, the packaged extension) in headless
 // Chromium: save a sandbox as a session revision → edit and save r2 → fork r1 → run an
 // activation (the deterministic test agent stands in for `maka activate`) → compare the sandbox's
-// file with r1 in a diff editor. Screenshots of every step land in test/e2e/screenshots/.
+// file with r1 in a diff editor → fork r1 again and open the fork in a new sandbox beside the source. Screenshots of every step land in test/e2e/screenshots/.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -25,6 +25,7 @@ describe('e2e: save → fork → activate → compare', function () {
   let page: Page;
   let wb: Workbench;
   let run: Run;
+  let api: LocalGatewayClient;
 
   const readSandboxFile = (p: string): Promise<string> => readGatewayFile(stateDir, run, p);
 
@@ -33,7 +34,7 @@ describe('e2e: save → fork → activate → compare', function () {
     stateDir = path.join(work, 'state');
     const vsix = packageExtension();
     const gateway = await ensureGateway({ stateDir, command: [process.execPath, path.join(REPO_ROOT, 'dist/server.js'), 'gateway'] });
-    const api = new LocalGatewayClient(gateway.url, gateway.token);
+    api = new LocalGatewayClient(gateway.url, gateway.token);
     await api.createRun('default', {
       apiVersion: 'kruntimes.io/v1alpha1',
       kind: 'Run',
@@ -136,5 +137,25 @@ describe('e2e: save → fork → activate → compare', function () {
     await original.waitFor({ timeout: 30_000 });
     assert.doesNotMatch((await original.innerText()).replace(/\u00a0/g, ' '), /second line/, 'the original side is r1, without the r2 edit');
     await wb.screenshot('compare');
+  });
+
+  it("opens a fork in a new sandbox beside the source's folder, from the fork's notice", async () => {
+    await wb.runCommand('Sandbox Sessions: Fork Session at Revision…');
+    await wb.pick('e2e-session');
+    await wb.pick(/^r1/);
+    await typeInInput('e2e-session-beside');
+    await wb.notificationButton(/Forked e2e-session@r1 as e2e-session-beside@r1/, 'Open in New Sandbox');
+    const offer = await wb.waitForNotification(/Open sandbox (sbx-[a-z0-9-]+) as a folder/, 90_000);
+    const name = /Open sandbox (sbx-[a-z0-9-]+) as a folder/.exec(await offer.innerText())?.[1] ?? '';
+    assert.ok(name, 'the offer names the sandbox the fork was opened in');
+    await offer.getByRole('button', { name: 'Add to Workspace' }).click();
+    // Beside the source: both folders in the Explorer (the window becomes a workspace of two folders).
+    await wb.explorerItem(`${name} · local`).waitFor({ timeout: 60_000 });
+    await wb.explorerItem('e2e-work').waitFor({ timeout: 30_000 });
+    // The fork is r1: README.md without the r2 edit, in its own sandbox; the source's is unchanged.
+    const fork = await api.waitPhase('default', name, ['Ready']);
+    assert.equal(await readGatewayFile(stateDir, fork, 'README.md'), 'first\n');
+    assert.match(await readSandboxFile('README.md'), /second line/);
+    await wb.screenshot('fork-beside');
   });
 });
