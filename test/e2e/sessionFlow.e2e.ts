@@ -149,7 +149,7 @@ describe('e2e: save → fork → activate → compare', function () {
     const name = /Open sandbox (sbx-[a-z0-9-]+) as a folder/.exec(await offer.innerText())?.[1] ?? '';
     assert.ok(name, 'the offer names the sandbox the fork was opened in');
     await offer.getByRole('button', { name: 'Add to Workspace' }).click();
-    // Beside the source: both folders in the Explorer (the window becomes a workspace of two folders).
+    // Beside the source: both folders in the Explorer (the window became a workspace of two folders).
     await wb.explorerItem(`${name} · local`).waitFor({ timeout: 60_000 });
     await wb.explorerItem('e2e-work').waitFor({ timeout: 30_000 });
     // The fork is r1: README.md without the r2 edit, in its own sandbox; the source's is unchanged.
