@@ -29,6 +29,22 @@ describe('e2e: save → fork → activate → compare', function () {
 
   const readSandboxFile = (p: string): Promise<string> => readGatewayFile(stateDir, run, p);
 
+  /** The Sandbox Sessions log of the extension host that started last (code-server's logs under the work folder). */
+  const newestExtensionLog = (): string => {
+    const logs: { text: string; activatedAt: string }[] = [];
+    const root = path.join(work, 'user-data', 'logs');
+    for (const session of fs.existsSync(root) ? fs.readdirSync(root) : []) {
+      for (const host of fs.readdirSync(path.join(root, session)).filter((d) => d.startsWith('exthost'))) {
+        const file = path.join(root, session, host, 'sandbox-sessions.sandbox-sessions', 'Sandbox Sessions.log');
+        if (!fs.existsSync(file)) continue;
+        const text = fs.readFileSync(file, 'utf8');
+        const activatedAt = /^(\S+ \S+) \[info\] Sandbox Sessions \S+ activating$/m.exec(text)?.[1] ?? '';
+        logs.push({ text, activatedAt });
+      }
+    }
+    return logs.sort((a, b) => (a.activatedAt < b.activatedAt ? -1 : a.activatedAt > b.activatedAt ? 1 : 0)).pop()?.text ?? '';
+  };
+
   before(async () => {
     work = fs.mkdtempSync(path.join(os.tmpdir(), 'sandbox-sessions-e2e-sessions-'));
     stateDir = path.join(work, 'state');
@@ -152,6 +168,13 @@ describe('e2e: save → fork → activate → compare', function () {
     // Beside the source: both folders in the Explorer (the window became a workspace of two folders).
     await wb.explorerItem(`${name} · local`).waitFor({ timeout: 60_000 });
     await wb.explorerItem('e2e-work').waitFor({ timeout: 30_000 });
+    // VS Code restarted the extension host for the new workspace; the new one finished the open.
+    const key = sandboxKey({ provider: 'local', context: 'local', namespace: 'default', name });
+    const deadline = Date.now() + 30_000;
+    while (!newestExtensionLog().includes(`finishing the open of ${key}`)) {
+      assert.ok(Date.now() < deadline, `the newest extension host did not finish the open:\n${newestExtensionLog().slice(-2000)}`);
+      await page.waitForTimeout(200);
+    }
     // The fork is r1: README.md without the r2 edit, in its own sandbox; the source's is unchanged.
     const fork = await api.waitPhase('default', name, ['Ready']);
     assert.equal(await readGatewayFile(stateDir, fork, 'README.md'), 'first\n');

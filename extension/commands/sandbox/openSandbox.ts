@@ -67,18 +67,15 @@ export async function openFolder(ctx: SandboxCommandContext, s: SandboxSummary, 
     await vscode.commands.executeCommand('vscode.openFolder', file, { forceNewWindow: mode === 'newWindow' });
     return;
   }
-  // A window of one folder (no workspace file) becomes a workspace of two: VS Code restarts this extension host for
-  // that, and the next one finishes the open — this one must not take the intent and die before it is done.
-  const restarts = vscode.workspace.workspaceFile === undefined;
-  const added = restarts ? undefined : folderAdded(uri);
+  const added = folderAdded(uri);
   const ok = vscode.workspace.updateWorkspaceFolders(folders.length, 0, { uri, name: sandboxFolderName(s.ref) });
   if (!ok) {
-    added?.dispose();
+    added.dispose();
     void vscode.window.showErrorMessage(`VS Code refused to add ${s.ref.name} to the workspace; try Open Here or Open in New Window.`);
     return;
   }
   // Without a restart (a workspace that has its first folder already) the open finishes here.
-  if (added && (await added.promise)) await ctx.finishPendingOpen();
+  if (await added.promise) await ctx.finishPendingOpen();
 }
 
 /** Open Sandbox: the sandbox picked (or given) opened as a folder, as `options` say or as the user chooses. */
