@@ -7,8 +7,8 @@ import * as vscode from 'vscode';
 import type { DownloadedArtifact } from '../../../protocol/sandboxes';
 import { CompanionRequestError } from '../../companion/companionClient';
 import { isSandboxTreeNode, type SandboxTreeNode } from '../../views/sandboxTree';
-import { defaultDownloadFolder } from '../downloadFolder';
 import { type SandboxCommandContext, errorText, progress } from './context';
+import { pickDownloadFolder } from './pickFolder';
 
 type ArtifactNode = Extract<SandboxTreeNode, { kind: 'artifact' }>;
 
@@ -53,15 +53,9 @@ export async function saveArtifact(ctx: SandboxCommandContext, target: unknown, 
   if (!node) return undefined;
   let dest = destination;
   if (!dest) {
-    const picked = await vscode.window.showOpenDialog({
-      canSelectFolders: true,
-      canSelectFiles: false,
-      canSelectMany: false,
-      openLabel: 'Save Here',
-      defaultUri: vscode.Uri.file(defaultDownloadFolder(vscode.workspace.workspaceFolders ?? [])),
-    });
-    if (!picked?.[0]) return undefined;
-    dest = path.join(picked[0].fsPath, node.sandbox.ref.name);
+    const folder = await pickDownloadFolder('Save Here');
+    if (folder === undefined) return undefined;
+    dest = path.join(folder, node.sandbox.ref.name);
   }
   const saved = await downloadOne(ctx, node, dest, true);
   if (saved && !destination) void vscode.window.showInformationMessage(`Saved ${node.artifact.name} (verified against its sha256) to ${saved.unpackedTo ?? saved.path}.`);

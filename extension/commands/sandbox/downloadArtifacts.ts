@@ -3,8 +3,8 @@ import path from 'node:path';
 import * as vscode from 'vscode';
 import { CompanionRequestError } from '../../companion/companionClient';
 import type { SandboxTarget } from '../../sandboxes/sandboxPicker';
-import { defaultDownloadFolder } from '../downloadFolder';
 import { type SandboxCommandContext, errorText, progress } from './context';
+import { pickDownloadFolder } from './pickFolder';
 
 export async function downloadArtifacts(ctx: SandboxCommandContext, target: SandboxTarget, destination?: string) {
   const { companion, log, resolve } = ctx;
@@ -16,15 +16,9 @@ export async function downloadArtifacts(ctx: SandboxCommandContext, target: Sand
   }
   let dest = destination;
   if (!dest) {
-    const picked = await vscode.window.showOpenDialog({
-      canSelectFolders: true,
-      canSelectFiles: false,
-      canSelectMany: false,
-      openLabel: 'Download Here',
-      defaultUri: vscode.Uri.file(defaultDownloadFolder(vscode.workspace.workspaceFolders ?? [])),
-    });
-    if (!picked?.[0]) return;
-    dest = path.join(picked[0].fsPath, s.ref.name);
+    const folder = await pickDownloadFolder('Download Here');
+    if (folder === undefined) return;
+    dest = path.join(folder, s.ref.name);
   }
   try {
     const { artifacts } = await progress(`Downloading artifacts of ${s.ref.name}`, (report, token) =>
