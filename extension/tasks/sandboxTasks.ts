@@ -5,6 +5,7 @@
 // only `file:` folders, so without this a sandbox folder's scripts were nowhere in Run Task.
 import * as vscode from 'vscode';
 import { z } from 'zod';
+import { shellQuote } from '../../protocol/shellQuote';
 import { SANDBOX_SCHEME, sandboxUri } from '../fs/sandboxFileSystemProvider';
 import { activeSandboxKey } from '../sandboxes/activeSandbox';
 import type { SandboxRegistry } from '../sandboxes/registry';
@@ -28,11 +29,6 @@ const RUNNERS: readonly (readonly [lockFile: string, run: string])[] = [
   ['bun.lock', 'bun run'],
   ['bun.lockb', 'bun run'],
 ];
-
-/** A script name as one shell word (names may hold spaces or `:`). */
-function shellWord(word: string): string {
-  return /^[A-Za-z0-9_.:/=@%+,-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`;
-}
 
 /** The sandboxes whose scripts Run Task offers: this window's sandbox folders and the active editor's sandbox. */
 function shownSandboxes(): { key: string; scope: vscode.WorkspaceFolder | vscode.TaskScope.Workspace }[] {
@@ -82,7 +78,7 @@ export class SandboxTaskProvider implements vscode.TaskProvider {
     }
     const run = RUNNERS.find(([lockFile]) => names.has(lockFile))?.[1] ?? 'npm run';
     return Object.entries(scripts).map(([script, body]) => {
-      const definition: SandboxTaskDefinition = { type: SANDBOX_TASK_TYPE, command: `${run} ${shellWord(script)}`, sandbox: key };
+      const definition: SandboxTaskDefinition = { type: SANDBOX_TASK_TYPE, command: `${run} ${shellQuote(script)}`, sandbox: key };
       const task = this.task(definition, definition, scope, `${run} ${script}`);
       task.detail = body;
       if (script === 'build') task.group = vscode.TaskGroup.Build;

@@ -26,17 +26,13 @@ import { cleanRelative } from '../../local/workspacePaths';
 import { OpenSandboxError } from './errors';
 import type { FileStat, OpenSandboxSandbox } from './opensandboxClient';
 import { OpenSandboxTerminal } from './opensandboxTerminal';
+import { shellQuote } from '../../../protocol/shellQuote';
 
 /** Where the workspace and the artifacts directory are inside every sandbox. */
 export const REMOTE_WORKSPACE = '/workspace';
 export const REMOTE_ARTIFACTS = '/artifacts';
 /** How often a streamed command's new output is fetched. */
 const OUTPUT_POLL_MS = 100;
-
-/** One shell word: the string in single quotes. */
-export function shellQuote(word: string): string {
-  return /^[A-Za-z0-9_./=:@%+,-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`;
-}
 
 /** An OpenSandbox failure as the access API reports it (same gRPC code, the message that says what to do). */
 export function toSessionError(err: unknown): Error {

@@ -13,6 +13,12 @@ describe('SandboxFolderWatch (a local sandbox\'s folders, watched in place)', ()
   let root: string;
   let reports: string[][];
   let watch: SandboxFolderWatch;
+  /** Woken on every report, so a wait re-checks its condition then (no polling). */
+  let wake: (() => void)[] = [];
+  const onReport = (folders: string[]): void => {
+    reports.push([...folders].sort());
+    for (const w of wake.splice(0)) w();
+  };
 
   beforeEach(() => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ss-watch-'));
@@ -22,7 +28,8 @@ describe('SandboxFolderWatch (a local sandbox\'s folders, watched in place)', ()
     fs.symlinkSync(path.join(dir, 'outside'), path.join(root, 'out'));
     fs.symlinkSync('src', path.join(root, 'inner'));
     reports = [];
-    watch = new SandboxFolderWatch(root, (folders) => reports.push([...folders].sort()), { intervalMs: 50 });
+    wake = [];
+    watch = new SandboxFolderWatch(root, onReport, { intervalMs: 50 });
   });
   afterEach(() => {
     watch.close();
@@ -32,18 +39,26 @@ describe('SandboxFolderWatch (a local sandbox\'s folders, watched in place)', ()
   /** Runs `script` in the workspace as another process would. */
   const sh = (script: string): void => void execFileSync('sh', ['-c', script], { cwd: root });
   const reported = (): string[] => [...new Set(reports.flat())].sort();
+  /** Resolves once `cond` holds, re-checked on each report; fails after 10 s without it. */
   async function until(what: string, cond: () => boolean): Promise<void> {
     const deadline = Date.now() + 10_000;
     while (!cond()) {
-      assert.ok(Date.now() < deadline, `${what}; reports: ${JSON.stringify(reports)}`);
-      await new Promise((r) => setTimeout(r, 20));
+      const left = deadline - Date.now();
+      assert.ok(left > 0, `${what}; reports: ${JSON.stringify(reports)}`);
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, left); // the deadline, not a pause: a report wakes this at once
+        wake.push(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
     }
   }
 
   it('reports the folders another process changed, each once per interval', async () => {
     // A second's interval: the eight writes below (milliseconds apart) fall into one or two reports, never eight.
     watch.close();
-    watch = new SandboxFolderWatch(root, (folders) => reports.push([...folders].sort()), { intervalMs: 1000 });
+    watch = new SandboxFolderWatch(root, onReport, { intervalMs: 1000 });
     assert.deepEqual(await watch.set(['', 'src']), ['', 'src']);
     sh('echo x > src/new.txt; for i in 1 2 3 4 5; do echo $i >> src/new.txt; done; mkdir made');
     await until('both folders reported', () => reported().includes('') && reported().includes('src'));
@@ -79,7 +94,19 @@ describe('SandboxFolderWatch (a local sandbox\'s folders, watched in place)', ()
     await watch.set(['src']);
     watch.close();
     sh('echo late > src/late.txt');
-    await new Promise((r) => setTimeout(r, 300));
+    // A second watch of the same folder hears a write made after that one: events of the earlier write were due first.
+    const later: string[][] = [];
+    const witness = new SandboxFolderWatch(root, (folders) => {
+      later.push(folders);
+      for (const w of wake.splice(0)) w();
+    }, { intervalMs: 50 });
+    try {
+      await witness.set(['src']);
+      sh('echo later > src/later.txt');
+      await until('the second watch reports the later write', () => later.length > 0);
+    } finally {
+      witness.close();
+    }
     assert.deepEqual(reports, [], 'no report after close');
     assert.deepEqual(watch.folders, []);
   });
