@@ -15,7 +15,7 @@ import { REVISION_SCHEME, RevisionFileSystemProvider } from './fs/revisionFileSy
 import { SANDBOX_SCHEME, SandboxFileSystemProvider, sandboxUri } from './fs/sandboxFileSystemProvider';
 import { activeSandboxKey } from './sandboxes/activeSandbox';
 import { SandboxLifecycleNotices } from './sandboxes/lifecycleNotice';
-import { takePendingOpen } from './sandboxes/pendingOpen';
+import { finishPendingOpenWhenShown, type PendingOpen, takePendingOpen } from './sandboxes/pendingOpen';
 import { registerRestoringFolderView, restoreLostSandboxFolders } from './sandboxes/workspaceRepair';
 import { SandboxRegistry } from './sandboxes/registry';
 import { SandboxUsage } from './sandboxes/sandboxUsage';
@@ -117,7 +117,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<Sandbo
     ...registerOperationActions({ operations, commands: windowCommands, registry, terminals }),
     statusBar,
     new SandboxUsage(registry, log),
-    ...registerSandboxCommands({ context, companion, registry, tree, log, terminals, finishPendingOpen: () => finishPendingOpen(context, registry, terminals, log) }),
+    ...registerSandboxCommands({ context, companion, registry, tree, log, terminals, finishPendingOpen: async () => {
+      const intent = await takePendingOpen(context.globalState, shownHere);
+      if (intent) await showOpenedSandbox(intent, registry, terminals, log);
+    } }),
     ...registerSessionCommands({ companion, registry, sessions, log, storage: context.globalStorageUri }),
     ...registerOpenSandboxCommands({ context, companion, log }),
     ...registerInteractiveTerminal({ registry, resolveSandbox }),
@@ -178,9 +181,14 @@ async function restoreWindow(
   );
   // Not awaited: adding a folder back and revealing it read it through this extension's file system,
   // which VS Code serves only once activate() has returned — awaiting them here would never finish.
+  // An open this window shows (now, or once its folders arrive) is finished here.
+  const openFailed = (err: unknown) => log.warn(`finishing a pending open: ${messageOf(err)}`);
   void restoreLostSandboxFolders(log)
-    .then(() => finishPendingOpen(context, registry, terminals, log))
-    .catch((err: unknown) => log.warn(`finishing a pending open: ${messageOf(err)}`));
+    .then(() => {
+      const finishing = finishPendingOpenWhenShown(context.globalState, shownHere, (intent) => showOpenedSandbox(intent, registry, terminals, log), openFailed);
+      context.subscriptions.push(finishing);
+    })
+    .catch(openFailed);
 }
 
 /** On the companion server's start: the walkthrough's step completes, or the user is told in words why it did not start. */
@@ -296,16 +304,14 @@ async function pickReadySandbox(registry: SandboxRegistry): Promise<string | und
   return picked?.key;
 }
 
-async function finishPendingOpen(
-  context: vscode.ExtensionContext,
-  registry: SandboxRegistry,
-  terminals: TerminalFactoryDeps,
-  log: vscode.LogOutputChannel,
-): Promise<void> {
-  const intent = await takePendingOpen(context.globalState);
-  if (!intent) return;
-  const uri = sandboxUri(intent.key).toString();
-  if (!(vscode.workspace.workspaceFolders ?? []).some((f) => f.uri.toString() === uri)) return;
+/** Whether this window shows the folder of the sandbox `key`. */
+function shownHere(key: string): boolean {
+  const uri = sandboxUri(key).toString();
+  return (vscode.workspace.workspaceFolders ?? []).some((f) => f.uri.toString() === uri);
+}
+
+/** Finishes an open this window shows: the Explorer shows the folder, selected, and its terminal opens if asked. */
+async function showOpenedSandbox(intent: PendingOpen, registry: SandboxRegistry, terminals: TerminalFactoryDeps, log: vscode.LogOutputChannel): Promise<void> {
   log.info(`finishing the open of ${intent.key}`);
   // Visibly done: the Explorer shows the folder, selected.
   await vscode.commands.executeCommand('workbench.view.explorer');

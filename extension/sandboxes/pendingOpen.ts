@@ -1,6 +1,9 @@
 // Opening a sandbox as a workspace folder can restart the extension host (VS Code does so when
 // the first folder changes or a window becomes multi-root), killing the code that asked. So the
-// intent is saved first and finished by the next activation: reveal the folder, open a terminal.
+// intent is saved first and finished by the window that shows the folder: reveal it, open a terminal.
+// Only a host whose window shows the folder may take the intent. A host that is going away never
+// shows it (code-server navigates the page to the new workspace), and a new host may come up before
+// its folders do (the workspace is read a moment later), so it waits for them a while.
 import * as vscode from 'vscode';
 import { z } from 'zod';
 
@@ -18,10 +21,54 @@ export async function recordPendingOpen(state: vscode.Memento, intent: Omit<Pend
   await state.update(KEY, { ...intent, at: Date.now() });
 }
 
-/** The saved intent if it is recent, cleared so it is finished once. */
-export async function takePendingOpen(state: vscode.Memento): Promise<PendingOpen | undefined> {
+/** The saved intent if it is recent (a stale or unreadable one is cleared). */
+function pendingOpen(state: vscode.Memento): PendingOpen | undefined {
   const parsed = PendingOpenSchema.safeParse(state.get(KEY));
+  if (parsed.success && Date.now() - parsed.data.at <= MAX_AGE_MS) return parsed.data;
+  if (state.get(KEY) !== undefined) void state.update(KEY, undefined);
+  return undefined;
+}
+
+/**
+ * The saved intent, cleared so it is finished once — but only if `isShownHere` says this window shows
+ * its folder; otherwise it is left for the window that does.
+ */
+export async function takePendingOpen(state: vscode.Memento, isShownHere: (key: string) => boolean): Promise<PendingOpen | undefined> {
+  const intent = pendingOpen(state);
+  if (!intent || !isShownHere(intent.key)) return undefined;
   await state.update(KEY, undefined);
-  if (!parsed.success || Date.now() - parsed.data.at > MAX_AGE_MS) return undefined;
-  return parsed.data;
+  return intent;
+}
+
+/**
+ * Finishes a recent intent with `finish` once this window shows its folder: now, or when the
+ * folder arrives while the intent is still recent. The returned disposable stops waiting.
+ */
+export function finishPendingOpenWhenShown(
+  state: vscode.Memento,
+  isShownHere: (key: string) => boolean,
+  finish: (intent: PendingOpen) => Promise<void>,
+  onError: (err: unknown) => void,
+): vscode.Disposable {
+  let sub: vscode.Disposable | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  const stop = () => {
+    sub?.dispose();
+    if (timer) clearTimeout(timer);
+    sub = timer = undefined;
+  };
+  const attempt = async (): Promise<boolean> => {
+    const intent = await takePendingOpen(state, isShownHere);
+    if (!intent) return false;
+    stop();
+    await finish(intent);
+    return true;
+  };
+  const waiting = pendingOpen(state);
+  if (waiting) {
+    sub = vscode.workspace.onDidChangeWorkspaceFolders(() => void attempt().catch(onError));
+    timer = setTimeout(stop, Math.max(0, waiting.at + MAX_AGE_MS - Date.now()));
+    void attempt().catch(onError);
+  }
+  return { dispose: stop };
 }

@@ -2,7 +2,10 @@
 // storage, because a folder opened by URI is named after its path and a sandbox's root path is
 // `/`. The file is rewritten on every open, so it always holds just that sandbox; it is named like
 // the folder because VS Code titles the window after the file (`<name> · <provider> (Workspace)`).
-// A revision opened read-only gets one too, named after its session and revision.
+// A revision opened read-only gets one too, named after its session and revision. So does a window of
+// one folder that a sandbox is added to: VS Code would make it an untitled workspace, and the browser
+// build (code-server) reloads such a window with its first folder only, losing the sandbox.
+import { createHash } from 'node:crypto';
 import * as vscode from 'vscode';
 import { type SandboxRef, sandboxFolderName, sandboxKey, sandboxWorkspaceFile } from '../../protocol/sandboxes';
 
@@ -27,5 +30,23 @@ export async function writeSandboxWorkspaceFile(storage: vscode.Uri, ref: Sandbo
   await vscode.workspace.fs.createDirectory(dir);
   const file = vscode.Uri.joinPath(dir, `${sandboxFolderName(ref)}.code-workspace`);
   await vscode.workspace.fs.writeFile(file, new TextEncoder().encode(sandboxWorkspaceFile(ref)));
+  return file;
+}
+
+/**
+ * A workspace file holding a window's one folder and then the sandbox `ref`, titled `<folder> + <sandbox>`.
+ * A folder of the file's own file system is written as a path, so the file stays good when the
+ * address it was reached at changes (code-server's port); any other folder by its URI.
+ */
+export async function writeFolderAndSandboxWorkspaceFile(storage: vscode.Uri, folder: vscode.WorkspaceFolder, ref: SandboxRef): Promise<vscode.Uri> {
+  const sameFileSystem = folder.uri.scheme === storage.scheme && folder.uri.authority === storage.authority;
+  const first = sameFileSystem ? { path: folder.uri.path } : { uri: folder.uri.toString() };
+  const id = createHash('sha256').update(folder.uri.toString()).digest('hex').slice(0, 16);
+  const dir = vscode.Uri.joinPath(storage, 'workspaces', 'with-folder', `${id}.${sandboxKey(ref)}`);
+  await vscode.workspace.fs.createDirectory(dir);
+  const title = `${folder.name} + ${sandboxFolderName(ref)}`.replace(/[/\\]/g, '_');
+  const file = vscode.Uri.joinPath(dir, `${title}.code-workspace`);
+  const content = { folders: [first, { uri: `sandbox://${sandboxKey(ref)}/`, name: sandboxFolderName(ref) }] };
+  await vscode.workspace.fs.writeFile(file, new TextEncoder().encode(`${JSON.stringify(content, null, 2)}\n`));
   return file;
 }

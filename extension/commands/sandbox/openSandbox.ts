@@ -1,11 +1,11 @@
 // Open Sandbox (as a workspace folder, here or in a new window) and Open Terminal: the window that shows the
-// folder finishes the open (pendingOpen.ts), since adding a first folder restarts this extension host.
+// folder finishes the open (pendingOpen.ts), since opening a workspace restarts this extension host.
 import * as vscode from 'vscode';
 import { sandboxFolderName, type SandboxSummary } from '../../../protocol/sandboxes';
 import { sandboxUri } from '../../fs/sandboxFileSystemProvider';
 import { recordPendingOpen } from '../../sandboxes/pendingOpen';
 import type { SandboxTarget } from '../../sandboxes/sandboxPicker';
-import { writeSandboxWorkspaceFile } from '../../sandboxes/workspaceFile';
+import { writeFolderAndSandboxWorkspaceFile, writeSandboxWorkspaceFile } from '../../sandboxes/workspaceFile';
 import { sandboxTerminalOptions } from '../../terminal/sandboxPseudoterminal';
 import type { SandboxCommandContext } from './context';
 
@@ -65,6 +65,14 @@ export async function openFolder(ctx: SandboxCommandContext, s: SandboxSummary, 
   if (mode === 'newWindow' || mode === 'here' || folders.length === 0) {
     const file = await writeSandboxWorkspaceFile(ctx.context.globalStorageUri, s.ref);
     await vscode.commands.executeCommand('vscode.openFolder', file, { forceNewWindow: mode === 'newWindow' });
+    return;
+  }
+  if (!vscode.workspace.workspaceFile) {
+    // A window of one folder: adding would make it an untitled workspace, which the browser build
+    // reloads without the sandbox. A workspace file of both is opened here instead (one reload, as
+    // VS Code's own add would make), and the reloaded window finishes the open.
+    const file = await writeFolderAndSandboxWorkspaceFile(ctx.context.globalStorageUri, folders[0]!, s.ref);
+    await vscode.commands.executeCommand('vscode.openFolder', file, { forceReuseWindow: true });
     return;
   }
   const added = folderAdded(uri);
