@@ -12,6 +12,7 @@ import { registerSandboxCommands } from './commands/sandboxCommands';
 import { registerOpenSandboxCommands } from './commands/openSandboxCommands';
 import { registerSessionCommands } from './commands/sessionCommands';
 import { REVISION_SCHEME, RevisionFileSystemProvider } from './fs/revisionFileSystemProvider';
+import { SaveConflicts } from './fs/saveConflicts';
 import { SANDBOX_SCHEME, SandboxFileSystemProvider, sandboxUri } from './fs/sandboxFileSystemProvider';
 import { activeSandboxKey } from './sandboxes/activeSandbox';
 import { SandboxLifecycleNotices } from './sandboxes/lifecycleNotice';
@@ -102,6 +103,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Sandbo
     fileSystem,
     tree,
     vscode.workspace.registerFileSystemProvider(SANDBOX_SCHEME, fileSystem, { isCaseSensitive: true }),
+    new SaveConflicts(fileSystem),
     vscode.workspace.registerFileSystemProvider(REVISION_SCHEME, new RevisionFileSystemProvider(companion), { isCaseSensitive: true, isReadonly: true }),
     vscode.window.registerTreeDataProvider('sandboxSessions.sandboxes', tree),
     registerRestoringFolderView(),

@@ -6,7 +6,8 @@ import { GatewayError, GatewayTransportError } from '../../protocol/kruntimes/ga
 import type { LiveSandboxConnection } from '../sandboxes/connection';
 import { describeGatewayFailure, neverSent } from '../sandboxes/errorText';
 
-export type FsErrorKind = 'FileNotFound' | 'FileExists' | 'FileNotADirectory' | 'FileIsADirectory' | 'NoPermissions' | 'Unavailable';
+/** VS Code's codes, and `ChangedElsewhere`: a save refused because the file changed since this window read it. */
+export type FsErrorKind = 'FileNotFound' | 'FileExists' | 'FileNotADirectory' | 'FileIsADirectory' | 'NoPermissions' | 'Unavailable' | 'ChangedElsewhere';
 
 /** A file system failure in VS Code's vocabulary; the adapter turns it into a FileSystemError. */
 export class FsError extends Error {

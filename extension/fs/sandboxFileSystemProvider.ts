@@ -38,12 +38,19 @@ function toFileSystemError(err: unknown, uri: vscode.Uri, ended: string | undefi
       return vscode.FileSystemError.NoPermissions(err.message);
     case 'Unavailable':
       return vscode.FileSystemError.Unavailable(err.message);
+    case 'ChangedElsewhere':
+      // VS Code has no code for it (its own check, before it calls us, compares sizes): its save error shows the
+      // sentence, with Retry and Revert.
+      return new vscode.FileSystemError(err.message);
   }
 }
 
 export class SandboxFileSystemProvider implements vscode.FileSystemProvider, vscode.Disposable {
   private readonly emitter = new vscode.EventEmitter<vscode.FileChangeEvent[]>();
   readonly onDidChangeFile = this.emitter.event;
+  private readonly refusals = new vscode.EventEmitter<{ uri: vscode.Uri; message: string }>();
+  /** A save was refused: the file changed in the sandbox after this window read it (saveConflicts.ts offers the ways on). */
+  readonly onDidRefuseSave = this.refusals.event;
   private readonly files = new Map<string, SandboxFiles>();
   private pending: vscode.FileChangeEvent[] = [];
   private timer: NodeJS.Timeout | undefined;
@@ -87,6 +94,7 @@ export class SandboxFileSystemProvider implements vscode.FileSystemProvider, vsc
     try {
       return await fn(this.filesOf(uri.authority), uri.path);
     } catch (err) {
+      if (err instanceof FsError && err.kind === 'ChangedElsewhere') this.refusals.fire({ uri, message: err.message });
       throw toFileSystemError(err, uri, await this.endedText(uri.authority, err));
     }
   }
@@ -162,5 +170,6 @@ export class SandboxFileSystemProvider implements vscode.FileSystemProvider, vsc
   dispose(): void {
     if (this.timer) clearTimeout(this.timer);
     this.emitter.dispose();
+    this.refusals.dispose();
   }
 }

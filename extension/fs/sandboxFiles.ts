@@ -1,10 +1,11 @@
 // A sandbox's files as a file system, over the Runtime access API, without VS Code types: stat and
 // readDirectory come from paged listings with a short-lived cache and request coalescing (no stat storms: a
 // stat is answered from its parent's listing, including "not found"); large transfers are chunked
-// (chunkedTransfer.ts), mtimes only move forward (fileTimes.ts), and a closed sandbox's files are read as this
-// window last had them (keptContents.ts). While a sandbox is Finalizing its gateway refuses every call, so what
-// this window has not cached yet is read through the companion server (companionFileReads.ts: a local
-// sandbox's workspace, in place; phaseAccess.ts). The VS Code FileSystemProvider is a thin adapter over this.
+// (chunkedTransfer.ts), mtimes only move forward (fileTimes.ts), a save over a change this window has not seen is
+// refused (saveGuard.ts), and a closed sandbox's files are read as this window last had them (keptContents.ts).
+// While a sandbox is Finalizing its gateway refuses every call, so what this window has not cached yet is read
+// through the companion server (companionFileReads.ts: a local sandbox's workspace, in place; phaseAccess.ts).
+// The VS Code FileSystemProvider is a thin adapter over this.
 import path from 'node:path/posix';
 import type { FileEntry } from '../../protocol/kruntimes/gateway';
 import { GatewayLimits } from '../../protocol/kruntimes/gateway';
@@ -14,6 +15,7 @@ import { readChunked, writeChunked, type ChunkedIo } from './chunkedTransfer';
 import { listThroughCompanion, readThroughCompanion } from './companionFileReads';
 import { callForFile, FsError } from './fsError';
 import { FileTimes } from './fileTimes';
+import { SaveGuard } from './saveGuard';
 import { KeptContents } from './keptContents';
 import { assertWritable, isReadOnly, readThrough } from './phaseAccess';
 import { depth, isUnder, normalize, parentOf } from './sandboxPaths';
@@ -70,6 +72,8 @@ export class SandboxFiles {
   private readonly folderListeners = new Set<() => void>();
   /** The contents last read or written per file (answers reads once the sandbox has closed). */
   private readonly kept = new KeptContents();
+  /** What this window last read or wrote of each file: a save over anything else is refused. */
+  private readonly guard = new SaveGuard();
   private readonly ttl: number;
   private readonly chunkBytes: number;
 
@@ -130,6 +134,7 @@ export class SandboxFiles {
       () => this.readFromGateway(p, info.size),
       (reads) => readThroughCompanion(reads, p, info.size, this.counters),
     );
+    this.guard.seen(p, data);
     return this.kept.keep(p, data);
   }
 
@@ -153,6 +158,7 @@ export class SandboxFiles {
     if (existing && !options.overwrite) throw new FsError('FileExists', `${p} already exists`);
     if (!existing && !options.create) throw new FsError('FileNotFound', `${p} does not exist`);
     await this.requireDirectory(parentOf(p));
+    if (existing) await this.refuseUnseenChange(p, existing.size);
     const client = await this.client();
     if (data.byteLength <= GatewayLimits.maxWriteBytes) {
       this.counters.mutations += 1;
@@ -162,7 +168,38 @@ export class SandboxFiles {
     }
     // A copy: VS Code may reuse the buffer it handed over.
     this.kept.keep(p, Uint8Array.from(data));
+    this.guard.seen(p, data);
     this.recordWrite(p, data.byteLength, existing ? 'changed' : 'created');
+  }
+
+  /**
+   * Refuses to overwrite `p` with a change VS Code's own check could not see (saveGuard.ts): the first refusal makes the
+   * change known (a later mtime, a fresh listing, an event). Not checked: a file this window never read, one over one
+   * gateway read, and a change in the one gateway call between the check and the write.
+   */
+  private async refuseUnseenChange(p: string, listedSize: number): Promise<void> {
+    const found = await this.guard.check(p, listedSize, GatewayLimits.maxReadBytes, () => {
+      this.counters.reads += 1;
+      return this.call((c) => c.read(p, { maxBytes: GatewayLimits.maxReadBytes }), p);
+    });
+    if (found.kind !== 'changed') return;
+    if (found.first) {
+      if (found.theirs !== undefined) this.kept.keep(p, found.theirs);
+      this.invalidateListing(parentOf(p));
+      this.times.bump(p);
+      this.emit([{ type: 'changed', path: p }]);
+    }
+    throw new FsError('ChangedElsewhere', `${path.basename(p)} was changed in ${this.connection.label} after this window read it, so your version was not saved.`);
+  }
+
+  /** The sandbox's version of a file whose save was refused (undefined: no refusal, or too large to keep). */
+  conflictOf(p: string): Uint8Array | undefined {
+    return this.guard.theirs(normalize(p));
+  }
+
+  /** The user chose to save over the refused version of `p`: the next save goes through while the sandbox still holds it. */
+  overwriteConflict(p: string): void {
+    this.guard.overwrite(normalize(p));
   }
 
   async createDirectory(p: string): Promise<void> {
@@ -202,6 +239,7 @@ export class SandboxFiles {
     this.counters.mutations += 1;
     await this.call((c) => c.renameFile(from, to, { overwrite: options.overwrite }), to);
     const moved = this.known.get(parentOf(from))?.get(path.basename(from));
+    this.guard.move(from, to);
     this.forget(from);
     this.invalidateListing(parentOf(to));
     if (moved) this.known.get(parentOf(to))?.set(path.basename(to), { ...moved, path: path.basename(to) });
@@ -271,6 +309,7 @@ export class SandboxFiles {
         this.forgetKnown(p);
         this.times.dropUnder(p);
         this.kept.dropUnder(p);
+        this.guard.forget(p);
         changes.push({ type: 'deleted', path: p });
       }
     }
@@ -377,6 +416,7 @@ export class SandboxFiles {
     for (const key of [...this.listings.keys()]) if (isUnder(key, p)) this.listings.delete(key);
     this.times.dropUnder(p);
     this.kept.dropUnder(p);
+    this.guard.forget(p);
   }
 
   /** Drops `p` from its parent's known entries, and what is known of folders under it. */

@@ -57,12 +57,11 @@ export function finishPendingOpenWhenShown(
     if (timer) clearTimeout(timer);
     sub = timer = undefined;
   };
-  const attempt = async (): Promise<boolean> => {
+  const attempt = async (): Promise<void> => {
     const intent = await takePendingOpen(state, isShownHere);
-    if (!intent) return false;
+    if (!intent) return;
     stop();
     await finish(intent);
-    return true;
   };
   const waiting = pendingOpen(state);
   if (waiting) {

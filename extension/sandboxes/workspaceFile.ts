@@ -14,23 +14,25 @@ export function revisionFolderName(sessionId: string, revision: string): string 
   return `${sessionId} @ ${revision} (read-only)`;
 }
 
-/** A workspace file that opens a revision's folder under {@link revisionFolderName} (its root path says nothing). */
-export async function writeRevisionWorkspaceFile(storage: vscode.Uri, folder: vscode.Uri, sessionId: string, revision: string): Promise<vscode.Uri> {
-  const name = revisionFolderName(sessionId, revision);
-  const dir = vscode.Uri.joinPath(storage, 'workspaces', 'revisions', encodeURIComponent(`${sessionId}@${revision}`));
-  await vscode.workspace.fs.createDirectory(dir);
-  const file = vscode.Uri.joinPath(dir, `${name.replace(/[/\\]/g, '_')}.code-workspace`);
-  const content = { folders: [{ uri: folder.toString(), name }] };
-  await vscode.workspace.fs.writeFile(file, new TextEncoder().encode(`${JSON.stringify(content, null, 2)}\n`));
+/** Writes `<storage>/workspaces/<dir…>/<title>.code-workspace` (the title names the window; `/` and `\\` become `_`). */
+async function writeWorkspaceFile(storage: vscode.Uri, dir: string[], title: string, content: string): Promise<vscode.Uri> {
+  const folder = vscode.Uri.joinPath(storage, 'workspaces', ...dir);
+  await vscode.workspace.fs.createDirectory(folder);
+  const file = vscode.Uri.joinPath(folder, `${title.replace(/[/\\]/g, '_')}.code-workspace`);
+  await vscode.workspace.fs.writeFile(file, new TextEncoder().encode(content));
   return file;
 }
 
-export async function writeSandboxWorkspaceFile(storage: vscode.Uri, ref: SandboxRef): Promise<vscode.Uri> {
-  const dir = vscode.Uri.joinPath(storage, 'workspaces', sandboxKey(ref));
-  await vscode.workspace.fs.createDirectory(dir);
-  const file = vscode.Uri.joinPath(dir, `${sandboxFolderName(ref)}.code-workspace`);
-  await vscode.workspace.fs.writeFile(file, new TextEncoder().encode(sandboxWorkspaceFile(ref)));
-  return file;
+const json = (content: unknown) => `${JSON.stringify(content, null, 2)}\n`;
+
+/** A workspace file that opens a revision's folder under {@link revisionFolderName} (its root path says nothing). */
+export function writeRevisionWorkspaceFile(storage: vscode.Uri, folder: vscode.Uri, sessionId: string, revision: string): Promise<vscode.Uri> {
+  const name = revisionFolderName(sessionId, revision);
+  return writeWorkspaceFile(storage, ['revisions', encodeURIComponent(`${sessionId}@${revision}`)], name, json({ folders: [{ uri: folder.toString(), name }] }));
+}
+
+export function writeSandboxWorkspaceFile(storage: vscode.Uri, ref: SandboxRef): Promise<vscode.Uri> {
+  return writeWorkspaceFile(storage, [sandboxKey(ref)], sandboxFolderName(ref), sandboxWorkspaceFile(ref));
 }
 
 /**
@@ -38,15 +40,10 @@ export async function writeSandboxWorkspaceFile(storage: vscode.Uri, ref: Sandbo
  * A folder of the file's own file system is written as a path, so the file stays good when the
  * address it was reached at changes (code-server's port); any other folder by its URI.
  */
-export async function writeFolderAndSandboxWorkspaceFile(storage: vscode.Uri, folder: vscode.WorkspaceFolder, ref: SandboxRef): Promise<vscode.Uri> {
+export function writeFolderAndSandboxWorkspaceFile(storage: vscode.Uri, folder: vscode.WorkspaceFolder, ref: SandboxRef): Promise<vscode.Uri> {
   const sameFileSystem = folder.uri.scheme === storage.scheme && folder.uri.authority === storage.authority;
   const first = sameFileSystem ? { path: folder.uri.path } : { uri: folder.uri.toString() };
   const id = createHash('sha256').update(folder.uri.toString()).digest('hex').slice(0, 16);
-  const dir = vscode.Uri.joinPath(storage, 'workspaces', 'with-folder', `${id}.${sandboxKey(ref)}`);
-  await vscode.workspace.fs.createDirectory(dir);
-  const title = `${folder.name} + ${sandboxFolderName(ref)}`.replace(/[/\\]/g, '_');
-  const file = vscode.Uri.joinPath(dir, `${title}.code-workspace`);
   const content = { folders: [first, { uri: `sandbox://${sandboxKey(ref)}/`, name: sandboxFolderName(ref) }] };
-  await vscode.workspace.fs.writeFile(file, new TextEncoder().encode(`${JSON.stringify(content, null, 2)}\n`));
-  return file;
+  return writeWorkspaceFile(storage, ['with-folder', `${id}.${sandboxKey(ref)}`], `${folder.name} + ${sandboxFolderName(ref)}`, json(content));
 }

@@ -122,6 +122,31 @@ describe('e2e: an OpenSandbox sandbox from open to Drain, with an interactive te
     await wb.screenshot('saved');
   });
 
+  it('does not save over a change made in the sandbox meanwhile at the same size; Compare, then Overwrite', async () => {
+    await page.keyboard.type(' twice');
+    // Another client rewrites the file while the editor has unsaved edits: same size, so VS Code's own check (which
+    // compares sizes) lets the save through to the file system.
+    const saved = await readSandboxFile('hello.txt');
+    const theirs = 'x'.repeat(saved.length - 1);
+    await api.execute(endpointPathOf(run), { command: { shell: `printf '%s\\n' '${theirs}' > hello.txt` } });
+    await page.keyboard.press('Control+S');
+    const notice = /hello\.txt was changed in osb-e2e after this window read it, so your version was not saved\. Your edits are still in the editor/;
+    await wb.notificationButton(notice, 'Compare');
+    // The diff editor: the sandbox's version on the left, the unsaved one on the right.
+    await page.locator('.monaco-diff-editor .editor.original .view-lines', { hasText: theirs }).waitFor({ timeout: 30_000 });
+    await page.locator('.monaco-diff-editor .editor.modified .view-lines', { hasText: 'edited in VS Code twice' }).waitFor({ timeout: 30_000 });
+    await wb.screenshot('save-conflict-compare');
+    // Meanwhile code-server's auto save (on by default in a browser) has tried again, and was refused too.
+    assert.equal(await readSandboxFile('hello.txt'), `${theirs}\n`, "the other client's version is still there");
+    await wb.notificationButton(notice, 'Overwrite');
+    const deadline = Date.now() + 20_000;
+    while (!(await readSandboxFile('hello.txt')).includes('edited in VS Code twice')) {
+      if (Date.now() > deadline) throw new Error(`Overwrite never reached the sandbox: ${await readSandboxFile('hello.txt')}`);
+      await page.waitForTimeout(200);
+    }
+    await wb.runCommand('View: Close All Editors');
+  });
+
   it('runs ls and a failing command in the Sandbox terminal', async () => {
     await wb.runCommand('Sandbox Sessions: Open Terminal');
     await wb.waitForTerminalText(new RegExp(`${NAME}:/\\$`));

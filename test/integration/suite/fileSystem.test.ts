@@ -101,6 +101,34 @@ describe('sandbox: file system', () => {
     assert.equal(delta('status'), 0, 'no status calls at the gateway');
   });
 
+  it('refuses a save over a change the window has not seen, and keeps both versions', async () => {
+    const exported = await api();
+    await vscode.workspace.fs.writeFile(uri('conflict.txt'), text('aaaa\n'));
+    // A document with no editor tab: the window does not follow the sandbox, so nothing announces the change below
+    // (as for a process in a remote sandbox that rewrites a file while the user types).
+    const doc = await vscode.workspace.openTextDocument(uri('conflict.txt'));
+    assert.ok(!exported.live.followed().includes(sandbox.key));
+    const edit = new vscode.WorkspaceEdit();
+    edit.replace(doc.uri, new vscode.Range(0, 0, 0, 4), 'mine');
+    assert.ok(await vscode.workspace.applyEdit(edit));
+    const client = await exported.registry.connection(sandbox.key)!.client();
+    const inSandbox = async () => (await client.runCommand({ argv: ['cat', 'conflict.txt'] })).stdout.toString('utf8');
+    // Same size: VS Code's own check (it compares sizes) cannot see it.
+    assert.equal((await client.runCommand({ shell: 'printf "bbbb\\n" > conflict.txt' })).exitCode, 0);
+
+    assert.equal(await doc.save(), false, 'the save was refused');
+    assert.equal(await inSandbox(), 'bbbb\n', "the other writer's version is still in the sandbox");
+    assert.ok(doc.isDirty);
+    assert.equal(doc.getText(), 'mine\n', "the user's version is still in the editor");
+
+    // Retry (and auto save) is refused too, until the user decides: Overwrite (the notice's button) saves the user's version.
+    assert.equal(await doc.save(), false);
+    assert.equal(await inSandbox(), 'bbbb\n');
+    await vscode.commands.executeCommand('sandboxSessions.overwriteChangedFile', doc.uri);
+    assert.equal(await inSandbox(), 'mine\n');
+    assert.ok(!doc.isDirty);
+  });
+
   it('is read-only while the sandbox is Finalizing (Drain), then refuses writes', async () => {
     const exported = await api();
     const other = await newLocalSandbox();
