@@ -187,7 +187,13 @@ async function restoreWindow(
   const openFailed = (err: unknown) => log.warn(`finishing a pending open: ${messageOf(err)}`);
   void restoreLostSandboxFolders(log)
     .then(() => {
-      const finishing = finishPendingOpenWhenShown(context.globalState, shownHere, (intent) => showOpenedSandbox(intent, registry, terminals, log), openFailed);
+      const finishing = finishPendingOpenWhenShown(
+        context.globalState,
+        shownHere,
+        vscode.workspace.onDidChangeWorkspaceFolders,
+        (intent) => showOpenedSandbox(intent, registry, terminals, log),
+        openFailed,
+      );
       context.subscriptions.push(finishing);
     })
     .catch(openFailed);

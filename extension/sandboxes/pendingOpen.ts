@@ -4,7 +4,7 @@
 // Only a host whose window shows the folder may take the intent. A host that is going away never
 // shows it (code-server navigates the page to the new workspace), and a new host may come up before
 // its folders do (the workspace is read a moment later), so it waits for them a while.
-import * as vscode from 'vscode';
+import type * as vscode from 'vscode';
 import { z } from 'zod';
 
 const KEY = 'sandboxSessions.pendingOpen';
@@ -42,11 +42,13 @@ export async function takePendingOpen(state: vscode.Memento, isShownHere: (key: 
 
 /**
  * Finishes a recent intent with `finish` once this window shows its folder: now, or when the
- * folder arrives while the intent is still recent. The returned disposable stops waiting.
+ * folder arrives (`onDidChangeFolders`: the workspace's event) while the intent is still recent.
+ * The returned disposable stops waiting.
  */
 export function finishPendingOpenWhenShown(
   state: vscode.Memento,
   isShownHere: (key: string) => boolean,
+  onDidChangeFolders: vscode.Event<unknown>,
   finish: (intent: PendingOpen) => Promise<void>,
   onError: (err: unknown) => void,
 ): vscode.Disposable {
@@ -65,7 +67,7 @@ export function finishPendingOpenWhenShown(
   };
   const waiting = pendingOpen(state);
   if (waiting) {
-    sub = vscode.workspace.onDidChangeWorkspaceFolders(() => void attempt().catch(onError));
+    sub = onDidChangeFolders(() => void attempt().catch(onError));
     timer = setTimeout(stop, Math.max(0, waiting.at + MAX_AGE_MS - Date.now()));
     void attempt().catch(onError);
   }
