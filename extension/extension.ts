@@ -321,8 +321,10 @@ function shownHere(key: string): boolean {
 /** Finishes an open this window shows: the Explorer shows the folder, selected, and its terminal opens if asked. */
 async function showOpenedSandbox(intent: PendingOpen, registry: SandboxRegistry, terminals: TerminalFactoryDeps, log: vscode.LogOutputChannel): Promise<void> {
   log.info(`finishing the open of ${intent.key}`);
-  // Visibly done: the Explorer shows the folder, selected.
+  // Visibly done: the Explorer shows the folder, selected. When the folder has only just arrived, the Explorer may
+  // still be setting its new roots, which drops a selection made meanwhile: its refresh, awaited, comes after that.
   await vscode.commands.executeCommand('workbench.view.explorer');
+  await vscode.commands.executeCommand('workbench.files.action.refreshFilesExplorer');
   await vscode.commands.executeCommand('revealInExplorer', sandboxUri(intent.key));
   if (intent.openTerminal) {
     const connection = registry.connection(intent.key);

@@ -73,6 +73,8 @@ describe('e2e: Add to Workspace from a window of one local folder', function () 
     // The project is still in the window, and the sandbox's file reads through the new host.
     assert.ok(await wb.explorerItem('project').isVisible(), 'the local folder stays in the window');
     await wb.explorerItem('inside.txt').waitFor({ timeout: 30_000 });
+    // Visibly finished by the reloaded window: the new folder is selected.
+    await page.locator('.explorer-folders-view .monaco-list-row.selected', { hasText: 'beside · local' }).waitFor({ timeout: 30_000 });
     await wb.screenshot('added');
   });
 });
