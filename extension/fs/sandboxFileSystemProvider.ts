@@ -6,7 +6,7 @@ import { parseSandboxKey } from '../../protocol/sandboxes';
 import { CompanionRequestError } from '../companion/companionClient';
 import { closedSandboxText } from '../sandboxes/errorText';
 import type { SandboxRegistry } from '../sandboxes/registry';
-import { type FileChange, FsError, SandboxFiles } from './sandboxFiles';
+import { type FileChange, type FilesCounters, FsError, SandboxFiles } from './sandboxFiles';
 
 export const SANDBOX_SCHEME = 'sandbox';
 
@@ -68,6 +68,11 @@ export class SandboxFileSystemProvider implements vscode.FileSystemProvider, vsc
       this.files.set(key, f);
     }
     return f;
+  }
+
+  /** The counters of a sandbox's file system, if this window has used it (a diagnostic; nothing is created). */
+  countersOf(key: string): FilesCounters | undefined {
+    return this.files.get(key)?.counters;
   }
 
   /** Tells the file system a terminal command finished in `cwd` of sandbox `key`; resolves once its changes are announced. */

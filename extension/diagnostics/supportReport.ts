@@ -1,0 +1,135 @@
+// Export Support Report…: one Markdown file that a person reads before they share it — the versions, the doctor's
+// checks (state directory, gateway daemon, kruntimes, each sandbox backend probed for real), the providers, the
+// sandboxes this window knows with their file system counters (a stat storm shows there), and the extension's log,
+// the companion server's lines included. Nothing in it is a secret (nothing logs one); what a quoted message might
+// still carry is masked (maskSecrets.ts). It is opened in an editor once written, so the person sees what it says.
+import { execFile } from 'node:child_process';
+import os from 'node:os';
+import { promisify } from 'node:util';
+import * as vscode from 'vscode';
+import { z } from 'zod';
+import { type CompanionClient, serverCommand, serverEnvironment } from '../companion/companionClient';
+import type { LiveSandboxChanges } from '../fs/liveSandboxChanges';
+import type { SandboxFileSystemProvider } from '../fs/sandboxFileSystemProvider';
+import type { SandboxRegistry } from '../sandboxes/registry';
+import { maskSecrets } from './maskSecrets';
+
+/** The last lines of each log file that go into the report. */
+const LOG_LINES = 1_000;
+const DOCTOR_TIMEOUT_MS = 60_000;
+
+const DoctorReportSchema = z.object({
+  checks: z.array(z.object({ name: z.string(), ok: z.boolean(), detail: z.string() })),
+});
+
+export interface SupportReportDeps {
+  context: vscode.ExtensionContext;
+  companion: CompanionClient;
+  registry: SandboxRegistry;
+  fileSystem: SandboxFileSystemProvider;
+  live: LiveSandboxChanges;
+}
+
+/** The report's Markdown. Each part that cannot be gathered says why, and the rest still comes. */
+export async function supportReport(deps: SupportReportDeps): Promise<string> {
+  const { context } = deps;
+  const sections = await Promise.all([doctorSection(context), providersSection(deps), sandboxesSection(deps), logSection(context.logUri)]);
+  const header = [
+    '# Sandbox Sessions support report',
+    '',
+    `- Written: ${new Date().toISOString()}`,
+    `- Sandbox Sessions ${String(context.extension.packageJSON.version)} in ${vscode.env.appName} ${vscode.version} (${vscode.env.uiKind === vscode.UIKind.Web ? 'web' : 'desktop'}${vscode.env.remoteName ? `, remote ${vscode.env.remoteName}` : ''})`,
+    `- ${os.type()} ${os.release()} ${process.arch}; extension host Node ${process.versions.node}`,
+    '',
+    'Read it before you share it: it names paths, sandboxes and kubeconfig contexts of this machine.',
+  ];
+  return maskSecrets([...header, ...sections.flat()].join('\n') + '\n');
+}
+
+/** `sandbox-sessions doctor --json`, run as the companion server would be (same Node, same kubeconfig). */
+async function doctorSection(context: vscode.ExtensionContext): Promise<string[]> {
+  const lines = ['', '## Doctor', ''];
+  try {
+    const { command, args } = serverCommand(context, ['doctor', '--json']);
+    const env = { ...(await serverEnvironment(context)), ELECTRON_RUN_AS_NODE: '1' };
+    const { stdout } = await promisify(execFile)(command, args, { env, timeout: DOCTOR_TIMEOUT_MS, maxBuffer: 4 * 1024 * 1024 }).catch(
+      // The doctor exits non-zero when a check fails; its report is still on stdout.
+      (err: { stdout?: string; message: string }) => {
+        if (typeof err.stdout === 'string' && err.stdout.trim() !== '') return { stdout: err.stdout };
+        throw err;
+      },
+    );
+    const report = DoctorReportSchema.parse(JSON.parse(stdout));
+    for (const c of report.checks) lines.push(`- ${c.ok ? 'ok' : 'FAILED'} — ${c.name}: ${c.detail}`);
+  } catch (err) {
+    lines.push(`The doctor could not run: ${(err as Error).message}`);
+  }
+  return lines;
+}
+
+async function providersSection({ companion }: SupportReportDeps): Promise<string[]> {
+  const lines = ['', '## Providers', ''];
+  try {
+    const { providers } = await companion.request('providers/list', {});
+    for (const p of providers) {
+      lines.push(`- ${p.label} (${p.kind}): ${p.available ? 'available' : `not available — ${p.reason ?? 'no reason given'}`}`);
+      for (const c of p.contexts) lines.push(`  - context ${c.name}${c.current ? ' (current)' : ''}: namespaces ${c.namespaces.join(', ') || 'none'}`);
+      for (const r of p.runtimes ?? []) lines.push(`  - runtime ${r.name}: ${r.available ? 'available' : `not available — ${r.reason ?? ''}`} (${r.isolation})`);
+    }
+  } catch (err) {
+    lines.push(`The companion server did not answer: ${(err as Error).message}`);
+  }
+  return lines;
+}
+
+function sandboxesSection({ registry, fileSystem, live }: SupportReportDeps): string[] {
+  const lines = ['', '## Sandboxes this window knows', ''];
+  const followed = new Set(live.followed());
+  const summaries = registry.all();
+  if (summaries.length === 0) lines.push('None.');
+  for (const s of summaries) {
+    const counters = fileSystem.countersOf(s.key);
+    const files = counters ? `; file system calls: listing pages ${counters.listPages}, reads ${counters.reads}, changes ${counters.mutations}` : '';
+    lines.push(`- ${s.key}: ${s.phase ?? 'unknown phase'}${s.message ? ` (${s.message})` : ''}${followed.has(s.key) ? '; live changes followed' : ''}${files}`);
+  }
+  const shown = (vscode.workspace.workspaceFolders ?? []).map((f) => `${f.name} = ${f.uri.scheme === 'file' ? 'a local folder' : f.uri.toString()}`);
+  lines.push('', `Workspace folders: ${shown.length === 0 ? 'none' : shown.join('; ')}`);
+  return lines;
+}
+
+/** The extension's log files (the companion server's lines are in them), each to its last LOG_LINES lines. */
+async function logSection(logDir: vscode.Uri): Promise<string[]> {
+  const lines = ['', '## Log', ''];
+  try {
+    const names = (await vscode.workspace.fs.readDirectory(logDir)).filter(([n, t]) => t === vscode.FileType.File && n.endsWith('.log')).map(([n]) => n);
+    if (names.length === 0) lines.push('No log file yet.');
+    for (const name of names.sort()) {
+      const text = new TextDecoder().decode(await vscode.workspace.fs.readFile(vscode.Uri.joinPath(logDir, name)));
+      const all = text.split('\n');
+      lines.push(`### ${name}${all.length > LOG_LINES ? ` (its last ${LOG_LINES} lines)` : ''}`, '', '```', ...all.slice(-LOG_LINES), '```', '');
+    }
+  } catch (err) {
+    lines.push(`The log could not be read: ${(err as Error).message}`);
+  }
+  return lines;
+}
+
+/** The command: writes the report where the person chooses (or to `target`) and opens it. */
+export function registerSupportReport(deps: SupportReportDeps): vscode.Disposable {
+  return vscode.commands.registerCommand('sandboxSessions.exportSupportReport', async (target?: vscode.Uri) => {
+    const stamp = new Date().toISOString().replace(/[:.]/g, '-');
+    const file =
+      target ??
+      (await vscode.window.showSaveDialog({
+        title: 'Export Support Report',
+        defaultUri: vscode.Uri.file(`${os.homedir()}/sandbox-sessions-support-${stamp}.md`),
+        filters: { Markdown: ['md'] },
+        saveLabel: 'Export',
+      }));
+    if (!file) return undefined;
+    const report = await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: 'Gathering a support report…' }, () => supportReport(deps));
+    await vscode.workspace.fs.writeFile(file, new TextEncoder().encode(report));
+    await vscode.window.showTextDocument(file, { preview: false });
+    return file;
+  });
+}

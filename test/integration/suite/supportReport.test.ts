@@ -1,0 +1,41 @@
+// Export Support Report… in a real VS Code: one Markdown file with the doctor's checks, the providers, the
+// sandboxes this window knows (with their file system counters) and the extension's log — and not the local
+// gateway's bearer token, which every sandbox connection of this window uses.
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import * as vscode from 'vscode';
+import { newLocalSandbox } from './helpers';
+
+describe('Export Support Report', () => {
+  after(async () => {
+    await vscode.commands.executeCommand('workbench.action.closeAllEditors');
+  });
+
+  it('writes the doctor, providers, sandboxes with their counters and the log, without the gateway token, and opens it', async () => {
+    const sandbox = await newLocalSandbox();
+    const uri = (p: string) => vscode.Uri.from({ scheme: 'sandbox', authority: sandbox.key, path: `/${p}` });
+    await vscode.workspace.fs.writeFile(uri('report-probe.txt'), new TextEncoder().encode('x'));
+    await vscode.workspace.fs.readDirectory(uri(''));
+
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'support-report-'));
+    const target = vscode.Uri.file(path.join(dir, 'report.md'));
+    const written = await vscode.commands.executeCommand<vscode.Uri | undefined>('sandboxSessions.exportSupportReport', target);
+    assert.equal(written?.fsPath, target.fsPath);
+    const report = fs.readFileSync(target.fsPath, 'utf8');
+
+    assert.match(report, /^# Sandbox Sessions support report\n/);
+    assert.match(report, /## Doctor\n\n- ok — node: [\s\S]*\n- ok — state directory: /);
+    assert.match(report, /- ok — local gateway: /);
+    assert.match(report, /## Providers\n\n- Local \(local\): available/);
+    assert.match(report, new RegExp(`- ${sandbox.key.replace(/\./g, '\\.')}: Ready[^;\n]*; file system calls: listing pages [1-9]\\d*, reads \\d+, changes [1-9]\\d*`));
+    assert.match(report, /## Log\n[\s\S]*\[info\] activated/);
+
+    const gateway = JSON.parse(fs.readFileSync(path.join(process.env.SANDBOX_SESSIONS_STATE_DIR ?? '', 'gateway.json'), 'utf8')) as { token: string };
+    assert.ok(gateway.token.length >= 16);
+    assert.ok(!report.includes(gateway.token), 'the gateway token is not in the report');
+    assert.equal(vscode.window.activeTextEditor?.document.uri.fsPath, target.fsPath, 'the report is open for reading');
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+});
