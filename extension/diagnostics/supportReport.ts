@@ -46,12 +46,14 @@ export async function supportReport(deps: SupportReportDeps): Promise<string> {
   return maskSecrets([...header, ...sections.flat()].join('\n') + '\n');
 }
 
-/** `sandbox-sessions doctor --json`, run as the companion server would be (same Node, same kubeconfig). */
+/** `sandbox-sessions doctor --json`, run as the companion server would be (same Node, same kubeconfig, same state directory). */
 async function doctorSection(context: vscode.ExtensionContext): Promise<string[]> {
   const lines = ['', '## Doctor', ''];
   try {
     const { command, args } = serverCommand(context, ['doctor', '--json']);
-    const env = { ...(await serverEnvironment(context)), ELECTRON_RUN_AS_NODE: '1' };
+    // The server's environment for the kubeconfig and the Node; not the repository's location (it may hold a password).
+    const env: NodeJS.ProcessEnv = { ...(await serverEnvironment(context)), ELECTRON_RUN_AS_NODE: '1' };
+    delete env.SANDBOX_SESSIONS_REPOSITORY;
     const { stdout } = await promisify(execFile)(command, args, { env, timeout: DOCTOR_TIMEOUT_MS, maxBuffer: 4 * 1024 * 1024 }).catch(
       // The doctor exits non-zero when a check fails; its report is still on stdout.
       (err: { stdout?: string; message: string }) => {
