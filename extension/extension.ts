@@ -35,6 +35,9 @@ import { WindowCommands } from './sandboxes/windowCommands';
 import { SandboxLogChannels } from './views/sandboxLogChannels';
 import { SandboxLogFollows } from './sandboxes/logFollows';
 import { LiveSandboxChanges } from './fs/liveSandboxChanges';
+import { ChangeBaselines } from './changes/changeBaselines';
+import { registerChangeDecorations } from './changes/changeDecorations';
+import { SandboxChangesView } from './changes/sandboxChangesView';
 import { SandboxFolderWatches } from './fs/sandboxFolderWatches';
 import { messageOf } from './sandboxes/errorText';
 import { createSandboxResolver, type SandboxResolver, type SandboxTarget } from './sandboxes/sandboxPicker';
@@ -68,6 +71,8 @@ export interface SandboxSessionsApi {
   search: Pick<SandboxSearch, 'providersRegistered' | 'unavailableReason'>;
   /** Live changes: the sandboxes shown in this window whose log it follows for other clients' changes. */
   live: LiveSandboxChanges;
+  /** What the sandboxes shown here changed since their baseline revisions (Source Control, quick diff, Explorer marks). */
+  changes: SandboxChangesView;
   /** The MCP server definition provider this extension published for agent mode. */
   mcp: McpServerPublication;
   /** This window's port forwards (the Ports section) and the link provider of Sandbox terminals. */
@@ -94,6 +99,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Sandbo
   const logChannels = new SandboxLogChannels(logFollows);
   const folderWatches = new SandboxFolderWatches(companion, log);
   const live = new LiveSandboxChanges(registry, fileSystem, logFollows, log, folderWatches);
+  const changes = new SandboxChangesView(companion, registry, new ChangeBaselines(context.globalState), fileSystem.onDidChangeFile, log);
   const terminals: TerminalFactoryDeps = {
     globalState: context.globalState,
     onCommandFinished: (key, cwd) => fileSystem.commandRanIn(key, cwd),
@@ -113,6 +119,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<Sandbo
     logFollows,
     folderWatches,
     live,
+    changes,
+    registerChangeDecorations(changes),
     operations,
     logChannels,
     vscode.window.registerTreeDataProvider('sandboxSessions.operations', operations),
@@ -124,7 +132,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Sandbo
       const intent = await takePendingOpen(context.globalState, shownHere);
       if (intent) await showOpenedSandbox(intent, registry, terminals, log);
     } }),
-    ...registerSessionCommands({ companion, registry, sessions, log, storage: context.globalStorageUri }),
+    ...registerSessionCommands({ companion, registry, sessions, log, storage: context.globalStorageUri, changes }),
     ...registerOpenSandboxCommands({ context, companion, log }),
     ...registerInteractiveTerminal({ registry, resolveSandbox }),
     ...registerTerminalProfile(registry, terminals),
@@ -152,6 +160,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Sandbo
     sandboxLogText: (key) => logChannels.text(key),
     search, // live getters: the setting registers and removes the providers while the window runs
     live,
+    changes,
     mcp,
     ports: { forwards: ports.forwards, links: ports.links, tree: ports.tree },
   };

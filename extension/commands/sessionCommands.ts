@@ -1,12 +1,13 @@
 // Session commands: Save Sandbox as Session Revision (exclusions listed, a secret file named and
 // refused), Open Revision in New Sandbox, Export Revision as Bundle…, Inspect Bundle…, Hydrate
-// Bundle to Folder…, Fork Session…, Run Activation…, Browse and Compare with Revision. Each runs
-// under withProgress with Cancel and refreshes the Sessions view; each lives in its own file under
+// Bundle to Folder…, Fork Session…, Run Activation…, Browse and Compare with Revision, Compare
+// Sandbox with Revision…. Each runs under withProgress with Cancel and refreshes the Sessions view; each lives in its own file under
 // commands/session/, and this registers them.
 import * as vscode from 'vscode';
 import { createSandboxResolver } from '../sandboxes/sandboxPicker';
 import { hydrateBundle, inspectBundle } from './session/bundles';
 import { browseRevision, compareWithRevision } from './session/browseRevision';
+import { compareSandbox } from './session/compareSandbox';
 import type { SessionCommandDeps, SessionContext } from './session/context';
 import { exportRevision } from './session/exportRevision';
 import { forkSession } from './session/forkSession';
@@ -25,6 +26,7 @@ export function registerSessionCommands(deps: SessionCommandDeps): vscode.Dispos
   return [
     reg('sandboxSessions.browseRevision', browseRevision),
     reg('sandboxSessions.compareWithRevision', compareWithRevision),
+    reg('sandboxSessions.compareSandboxWithRevision', compareSandbox),
     activationLog,
     reg('sandboxSessions.forkSession', forkSession),
     reg('sandboxSessions.runActivation', runActivation),

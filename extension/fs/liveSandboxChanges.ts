@@ -9,9 +9,10 @@ import * as vscode from 'vscode';
 import { parseSandboxKey, type SandboxRef } from '../../protocol/sandboxes';
 import type { SandboxLogFollows } from '../sandboxes/logFollows';
 import type { SandboxRegistry } from '../sandboxes/registry';
+import { shownSandboxes } from '../sandboxes/shownSandboxes';
 import { SandboxChangeFeed } from './sandboxChangeFeed';
 import type { FolderWatch, SandboxFolderWatches } from './sandboxFolderWatches';
-import { SANDBOX_SCHEME, type SandboxFileSystemProvider } from './sandboxFileSystemProvider';
+import type { SandboxFileSystemProvider } from './sandboxFileSystemProvider';
 
 export class LiveSandboxChanges implements vscode.Disposable {
   private readonly feeds = new Map<string, SandboxChangeFeed>();
@@ -87,24 +88,4 @@ export class LiveSandboxChanges implements vscode.Disposable {
     for (const watch of this.watches.values()) watch.stop();
     this.watches.clear();
   }
-}
-
-/** The sandboxes of this window's workspace folders and editor tabs. */
-function shownSandboxes(): Set<string> {
-  const keys = new Set<string>();
-  const add = (uri: vscode.Uri | undefined) => {
-    if (uri?.scheme === SANDBOX_SCHEME) keys.add(uri.authority);
-  };
-  for (const folder of vscode.workspace.workspaceFolders ?? []) add(folder.uri);
-  for (const group of vscode.window.tabGroups.all) {
-    for (const tab of group.tabs) {
-      const input = tab.input;
-      if (input instanceof vscode.TabInputText || input instanceof vscode.TabInputCustom || input instanceof vscode.TabInputNotebook) add(input.uri);
-      else if (input instanceof vscode.TabInputTextDiff || input instanceof vscode.TabInputNotebookDiff) {
-        add(input.original);
-        add(input.modified);
-      }
-    }
-  }
-  return keys;
 }

@@ -31,6 +31,26 @@ const EXAMPLE_CHECKPOINT = {
   },
 };
 
+/** How a file of a sandbox's workspace differs from the revision it is compared with. */
+export const WorkspaceChangeSchema = z.object({
+  /** Relative to the workspace (the sandbox's root). */
+  path: z.string().min(1),
+  status: z.enum(['added', 'modified', 'deleted']),
+});
+export type WorkspaceChange = z.infer<typeof WorkspaceChangeSchema>;
+
+export const WorkspaceChangesSchema = z.object({
+  against: z.object({ sessionId: IdentifierSchema, revision: RevisionSchema }),
+  /** Sorted by path; at most 5,000 (`total` counts them all). */
+  changes: z.array(WorkspaceChangeSchema),
+  total: z.number().int().min(0),
+  /** Files that are the same in both. */
+  unchanged: z.number().int().min(0),
+  /** What a save would include and leave out (the snapshot policy's report). */
+  workspace: WorkspaceSnapshotReportSchema,
+});
+export type WorkspaceChanges = z.infer<typeof WorkspaceChangesSchema>;
+
 export const sessionMethods = {
   'sessions/list': defineMethod('sessions/list', {
     description: 'The sessions of the configured repository (the embedded file repository, or PostgreSQL), and where it is.',
@@ -160,6 +180,34 @@ export const sessionMethods = {
           excludedEntries: [],
           excludedEntriesByCategory: { source_control: 0, dependency_tree: 0, cache: 0, log: 0, runtime_scratch: 0 },
           payloadBytes: 21,
+        },
+      },
+    },
+  }),
+  'sessions/compareSandbox': defineMethod('sessions/compareSandbox', {
+    description:
+      "What a sandbox's workspace changed since a retained revision: the workspace is captured as `sessions/saveSandbox` " +
+      "would capture it (same policy, nothing committed) and its files compared with the revision's `workspace/`, by " +
+      'size and mode, then byte for byte. Exactly what a save on that revision would change.',
+    params: withProgressToken(z.object({ sandbox: SandboxRefSchema, sessionId: IdentifierSchema, revision: RevisionSchema })),
+    result: WorkspaceChangesSchema,
+    progress: true,
+    example: {
+      params: { sandbox: { provider: 'local', context: 'local', namespace: 'default', name: 'sbx-q4m8z' }, sessionId: 'demo', revision: 'r1' },
+      result: {
+        against: { sessionId: 'demo', revision: 'r1' },
+        changes: [
+          { path: 'README.md', status: 'modified' },
+          { path: 'src/new.ts', status: 'added' },
+        ],
+        total: 2,
+        unchanged: 1,
+        workspace: {
+          policyVersion: 1,
+          includedEntries: 5,
+          excludedEntries: [{ path: 'node_modules', category: 'dependency_tree' }],
+          excludedEntriesByCategory: { source_control: 0, dependency_tree: 1, cache: 0, log: 0, runtime_scratch: 0 },
+          payloadBytes: 48,
         },
       },
     },

@@ -1,7 +1,8 @@
-// The MCP tools on portable sessions: save a sandbox as a session revision, open a revision in a new
-// sandbox, fork a session at a revision, and run one activation (one agent turn) in a fresh,
-// throw-away sandbox. Each calls the very service the companion's `sessions/saveSandbox`,
-// `sessions/openInSandbox`, `sessions/fork` and `activations/run` call (companionServices.ts);
+// The MCP tools on portable sessions: save a sandbox as a session revision, what a sandbox changed
+// since a revision, open a revision in a new sandbox, fork a session at a revision, and run one
+// activation (one agent turn) in a fresh, throw-away sandbox. Each calls the very service the
+// companion's `sessions/saveSandbox`, `sessions/compareSandbox`, `sessions/openInSandbox`,
+// `sessions/fork` and `activations/run` call (companionServices.ts);
 // this file only adds the agent scope (a sandbox must be the agent's own or granted; the `process`
 // backend needs the user's consent) and the MCP shapes.
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
@@ -9,6 +10,7 @@ import { z } from 'zod';
 import { StimulusSchema } from '../../protocol/activation';
 import { IdentifierSchema, RevisionSchema } from '../../protocol/repository';
 import type { WorkOptions } from '../sandboxes/provider';
+import { compareSandboxWithRevision } from '../sessions/sandboxChanges';
 import { json, type McpToolContext, progressOf, type ToolExtra } from './toolContext';
 import { McpToolError } from './toolErrors';
 import { agentCreateSpec, describeSandbox, sandboxSpecArgs } from './tools';
@@ -22,6 +24,7 @@ function workOf(extra: ToolExtra, progress: ReturnType<typeof progressOf>): Work
 
 export function registerSessionTools(server: McpServer, context: McpToolContext): void {
   registerSessionSave(server, context);
+  registerSessionDiff(server, context);
   registerSessionOpenRevision(server, context);
   registerSessionFork(server, context);
   registerSessionActivate(server, context);
@@ -67,6 +70,35 @@ function registerSessionSave(server: McpServer, context: McpToolContext): void {
         included: saved.workspace.includedEntries,
         excluded: saved.workspace.excludedEntries,
       });
+    }),
+  );
+}
+
+function registerSessionDiff(server: McpServer, context: McpToolContext): void {
+  const { backends } = context;
+  server.registerTool(
+    'session_diff',
+    {
+      title: 'What a sandbox changed since a session revision',
+      description:
+        "Lists the files of the sandbox's workspace that differ from a session revision (default: the head): added, modified " +
+        '(other bytes or another executable bit) or deleted — exactly what session_save on that revision would change, ' +
+        'compared byte for byte; .git, node_modules, caches and logs are left out as a save leaves them out. Commits nothing.',
+      inputSchema: {
+        sandbox: z.string().min(1).max(1100).describe('The sandbox key, as sandbox_create and sandbox_list return it'),
+        sessionId: sessionIdArg,
+        revision: revisionArg.optional().describe('Default: the head revision'),
+      },
+      annotations: { title: 'What a sandbox changed since a session revision', readOnlyHint: true, idempotentHint: true, openWorldHint: false },
+    },
+    context.tool('session_diff', async (args, extra) => {
+      const { ref } = await context.resolve(args.sandbox);
+      const revision = args.revision ?? (await backends.sessions.revisions(args.sessionId)).find((r) => r.isHead)?.ref.revision;
+      if (revision === undefined) throw new McpToolError('not_found', `${args.sessionId} has no retained revision`);
+      const progress = progressOf(extra);
+      const changes = await compareSandboxWithRevision(backends, { sandbox: ref, sessionId: args.sessionId, revision }, workOf(extra, progress));
+      await progress?.flushed();
+      return json({ ...changes.against, changes: changes.changes, total: changes.total, unchanged: changes.unchanged, excluded: changes.workspace.excludedEntries });
     }),
   );
 }

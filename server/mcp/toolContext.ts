@@ -14,7 +14,7 @@ import { AgentScope } from './scope';
 import { McpToolError, toolErrorResult } from './toolErrors';
 
 /** The services the MCP server uses: the companion's own (see companionServices.ts). */
-export type McpBackends = Pick<CompanionServices, 'providers' | 'sessions' | 'activations'>;
+export type McpBackends = Pick<CompanionServices, 'providers' | 'sessions' | 'revisions' | 'activations'>;
 
 export class McpToolContext {
   readonly scope: AgentScope;

@@ -331,6 +331,19 @@ function packRoots(
   });
 }
 
+/**
+ * Copies a sandbox's workspace (its root) out through the gateway into `into` (which must not exist), without what
+ * the snapshot policy excludes, which is listed instead: a tree of plain files to read, as a capture would read it.
+ */
+export async function copyWorkspaceOut(
+  client: GatewayClient,
+  into: string,
+  options: MoveOptions,
+): Promise<{ workspaceRoot: string; skipped: WorkspaceSnapshotReport['excludedEntries'] }> {
+  const { workspaceRoot, skipped } = await copyOut(client, { kind: 'workspace' }, into, into, options);
+  return { workspaceRoot, skipped };
+}
+
 /** Copies the session out through the gateway into `into` (which must not exist). */
 async function copyOut(
   client: GatewayClient,

@@ -19,9 +19,11 @@ export interface RevisionEntry {
   size: number;
 }
 
-interface IndexedFile {
+export interface IndexedFile {
   offset: number;
   size: number;
+  /** Mode 0755 in the bundle (the only other mode a file may have is 0644). */
+  executable: boolean;
 }
 
 export interface RevisionIndex {
@@ -140,6 +142,7 @@ async function scanTar(tarPath: string): Promise<{ files: Map<string, IndexedFil
       const full = prefix ? `${prefix}/${name}` : name;
       const bytes = parseInt(field(header, 124, 12), 8);
       const type = String.fromCharCode(header[156] ?? 0);
+      const mode = parseInt(field(header, 100, 8), 8);
       if (!Number.isSafeInteger(bytes) || bytes < 0 || full.split('/').includes('..') || full.startsWith('/')) {
         throw new RevisionBrowseError('integrity_mismatch', `the bundle has an invalid entry ${JSON.stringify(full)}`);
       }
@@ -151,7 +154,7 @@ async function scanTar(tarPath: string): Promise<{ files: Map<string, IndexedFil
         const entry: RevisionEntry = { name: rel.slice(rel.lastIndexOf('/') + 1), directory, size: directory ? 0 : bytes };
         (children.get(parent) ?? children.set(parent, []).get(parent)!).push(entry);
         if (directory) children.set(rel, children.get(rel) ?? []);
-        else files.set(rel, { offset: dataOffset, size: bytes });
+        else files.set(rel, { offset: dataOffset, size: bytes, executable: (mode & 0o111) !== 0 });
       }
       offset = dataOffset + Math.ceil(bytes / BLOCK) * BLOCK;
     }

@@ -97,6 +97,17 @@ export class SandboxSessionService {
     return { client, hostRoot: await hostRootOf(this.provider(ref.provider), ref, client, { signal }) };
   }
 
+  /** The sandbox's gateway and, for a local sandbox, its directory here (confirmed by its `pwd`); close it when done. */
+  async reach(ref: SandboxRef, signal?: AbortSignal): Promise<SandboxAccess & { close(): Promise<void> }> {
+    const client = await this.client(ref);
+    try {
+      return { ...(await this.access(ref, client, signal)), close: () => client.close() };
+    } catch (err) {
+      await client.close();
+      throw err;
+    }
+  }
+
   async saveSandbox(input: SaveSandboxInput, work: WorkOptions = {}): Promise<SavedSandbox> {
     const repository = await this.repository();
     const tmp = await fsp.mkdtemp(path.join(os.tmpdir(), 'sandbox-sessions-save-'));

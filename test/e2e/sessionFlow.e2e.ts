@@ -1,7 +1,9 @@
 // A person's session flow in a real VS Code (code-server, the packaged extension) in headless
 // Chromium: save a sandbox as a session revision → edit and save r2 → fork r1 → run an
 // activation (the deterministic test agent stands in for `maka activate`) → compare the sandbox's
-// file with r1 in a diff editor → fork r1 again and open the fork in a new sandbox from the fork's notice. Screenshots of every step land in test/e2e/screenshots/.
+// file with r1 in a diff editor → see what the sandbox changed since the last save in Source Control → fork r1
+// again and open the fork in a new sandbox from the fork's notice. Screenshots of every step land in
+// test/e2e/screenshots/.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -137,6 +139,37 @@ describe('e2e: save → fork → activate → compare', function () {
     await original.waitFor({ timeout: 30_000 });
     assert.doesNotMatch((await original.innerText()).replace(/\u00a0/g, ' '), /second line/, 'the original side is r1, without the r2 edit');
     await wb.screenshot('compare');
+  });
+
+  it('lists what the sandbox changed since the last save in Source Control, and opens a change as a diff', async () => {
+    // Another client changes the sandbox (the window hears it from the sandbox's log); the last save was r2.
+    await api.execute(endpointPathOf(run), { command: { shell: 'echo "# notes" > notes.txt && printf "\\nthird line\\n" >> README.md' } });
+    // The Explorer marks them as VS Code marks git changes (a badge drawn by CSS: read from the style).
+    const badge = (name: string) =>
+      wb.explorerItem(name).evaluate((row) =>
+        [...row.querySelectorAll('*')].map((el) => el.ownerDocument.defaultView?.getComputedStyle(el, '::after').content ?? '').find((c) => /^"[AM]"$/.test(c)) ?? '',
+      );
+    const deadline = Date.now() + 60_000;
+    while ((await badge('notes.txt')) !== '"A"' || (await badge('README.md')) !== '"M"') {
+      if (Date.now() > deadline) throw new Error(`the Explorer shows no change marks: ${await badge('notes.txt')} ${await badge('README.md')}`);
+      await page.waitForTimeout(200); // polls the rendered rows
+    }
+    await page.locator('.activitybar [aria-label^="Source Control"]').first().click();
+    const scm = page.locator('.scm-view');
+    await scm.locator('.monaco-list-row', { hasText: 'Changes since e2e-session@r2' }).waitFor({ timeout: 60_000 });
+    await scm.locator('.monaco-list-row', { hasText: 'notes.txt' }).waitFor({ timeout: 60_000 });
+    const readme = scm.locator('.monaco-list-row', { hasText: 'README.md' });
+    await readme.waitFor({ timeout: 60_000 });
+    await readme.click();
+    const diff = page.locator('.monaco-diff-editor').first();
+    await diff.locator('.editor.modified .view-lines', { hasText: 'third line' }).waitFor({ timeout: 30_000 });
+    const original = diff.locator('.editor.original .view-lines', { hasText: 'second line' });
+    await original.waitFor({ timeout: 30_000 });
+    assert.doesNotMatch((await original.innerText()).replace(/\u00a0/g, ' '), /third line/, 'the original side is r2');
+    await wb.screenshot('sandbox-changes');
+    // The file's own editor marks the lines added since r2 in the gutter (quick diff against the revision).
+    await page.locator('.tabs-container .tab', { hasText: 'README.md', hasNotText: '↔' }).first().click();
+    await page.locator('.editor-instance .dirty-diff-added').first().waitFor({ timeout: 30_000 });
   });
 
   it("opens a fork in a new sandbox from the fork's notice", async () => {

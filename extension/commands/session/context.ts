@@ -3,6 +3,7 @@
 // file under extension/commands/session/ holds only its own steps.
 import type * as vscode from 'vscode';
 import { type CompanionClient, CompanionRequestError } from '../../companion/companionClient';
+import type { SandboxChangesView } from '../../changes/sandboxChangesView';
 import type { SandboxRegistry } from '../../sandboxes/registry';
 import type { SandboxResolver } from '../../sandboxes/sandboxPicker';
 import type { SessionTreeNode, SessionTreeProvider } from '../../views/sessionTree';
@@ -15,6 +16,8 @@ export interface SessionCommandDeps {
   log: vscode.LogOutputChannel;
   /** Where the workspace files of read-only revision windows are written (the extension's global storage). */
   storage: vscode.Uri;
+  /** What sandboxes changed since their baseline revisions (set by opens, saves and Compare Sandbox with Revision…). */
+  changes: SandboxChangesView;
 }
 
 export interface SessionContext extends SessionCommandDeps {

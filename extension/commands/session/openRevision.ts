@@ -21,6 +21,8 @@ export async function openRevision(ctx: SessionContext, target: RevisionTarget, 
       ),
     );
     registry.fireChanged(result.sandbox);
+    // Its changes are shown against the revision it was opened from.
+    await ctx.changes.baselines.set(result.sandbox.key, result.revision);
     if (options.open !== false) await vscode.commands.executeCommand('sandboxSessions.openSandbox', result.sandbox.key, options.open ?? {});
     return result;
   } catch (err) {

@@ -43,6 +43,8 @@ export async function saveSandbox(ctx: SessionContext, target: SandboxTarget, op
       ),
     );
     sessions.refresh();
+    // From now on its changes are those since this save.
+    await ctx.changes.baselines.set(sandbox.key, saved.revision.ref);
     const excluded = saved.workspace.excludedEntries.map((e) => e.path);
     log.info(`saved ${sandbox.key} as ${id}@${saved.revision.ref.revision} (${saved.bundle.digest}); excluded: ${excluded.join(', ') || 'nothing'}`);
     void vscode.window.showInformationMessage(

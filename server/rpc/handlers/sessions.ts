@@ -1,6 +1,7 @@
 // Handlers of protocol/companion/sessions.ts: the session repository (list, revisions, export), a revision's
 // files, and moving a session between a revision and a sandbox.
 import type { sessionMethods } from '../../../protocol/companion/sessions';
+import { compareSandboxWithRevision } from '../../sessions/sandboxChanges';
 import { absolute, work, type HandlersOf, type Services } from './context';
 
 export function sessionHandlers(services: Services): HandlersOf<typeof sessionMethods> {
@@ -15,6 +16,7 @@ export function sessionHandlers(services: Services): HandlersOf<typeof sessionMe
     },
     'sessions/revisions': async (params) => ({ revisions: await services.sessions.revisions(params.sessionId) }),
     'sessions/saveSandbox': async (params, ctx) => services.sessions.saveSandbox(params, work(ctx)),
+    'sessions/compareSandbox': async (params, ctx) => compareSandboxWithRevision(services, params, work(ctx)),
     'sessions/openInSandbox': async (params, ctx) => {
       const { sandbox, revision } = await services.sessions.openInSandbox(params, work(ctx));
       return { sandbox, revision: revision.ref };

@@ -5,41 +5,11 @@
 import assert from 'node:assert/strict';
 import { type FeedFollow, MAX_REPLAY_LINES, SandboxChangeFeed, timeNs } from '../../../extension/fs/sandboxChangeFeed';
 import { KEEP_MS, MAX_PER_SANDBOX, OwnOperations, OwnOperationsClient } from '../../../extension/sandboxes/ownOperations';
+import { FakeTimers } from '../../fixtures/fakeTimers';
 
 const T0 = Date.parse('2030-01-01T00:00:00Z');
 const KEY = 'local.local.default.sbx';
 
-/** A clock and timers that move only when the test says so. */
-class FakeTimers {
-  t = T0;
-  private tasks: { at: number; fn: () => void; id: number }[] = [];
-  private ids = 0;
-  now = (): number => this.t;
-  setTimeout = (fn: () => void, ms: number): unknown => {
-    const id = ++this.ids;
-    this.tasks.push({ at: this.t + ms, fn, id });
-    return id;
-  };
-  clearTimeout = (id: unknown): void => {
-    this.tasks = this.tasks.filter((x) => x.id !== id);
-  };
-  /** Moves the clock, running what falls due (and letting promises settle in between). */
-  async advance(ms: number): Promise<void> {
-    const end = this.t + ms;
-    for (;;) {
-      await settle();
-      const next = this.tasks.filter((x) => x.at <= end).sort((a, b) => a.at - b.at)[0];
-      if (!next) break;
-      this.tasks = this.tasks.filter((x) => x !== next);
-      this.t = next.at;
-      next.fn();
-    }
-    this.t = end;
-    await settle();
-  }
-}
-
-const settle = () => new Promise<void>((r) => setImmediate(r));
 
 /** A sandbox log the feed follows: the test writes lines and ends or breaks follows. */
 class FakeLog {
@@ -84,7 +54,7 @@ function stdout(atMs: number, message: string): string {
 }
 
 function setup(options: { ended?: () => boolean; recheck?: () => Promise<void> } = {}) {
-  const timers = new FakeTimers();
+  const timers = new FakeTimers(T0);
   const log = new FakeLog();
   const own = new OwnOperations();
   const messages: string[] = [];

@@ -1,6 +1,6 @@
 // The MCP server's session tools and `sandbox://` resources, driven by the official SDK client over
 // stdio on the real local runtime and file repository: save a sandbox as r1 then r2 (and a stale
-// save refused as a conflict), open r1 in a new sandbox that holds r1's files, fork at a revision
+// save refused as a conflict), list what it changed since a revision, open r1 in a new sandbox that holds r1's files, fork at a revision
 // (idempotent), run an activation with the test agent, and read files and directories as
 // resources. Both tools and resources refuse a sandbox the agent was not granted.
 import assert from 'node:assert/strict';
@@ -54,6 +54,22 @@ describe('mcp server: session tools and sandbox:// resources (SDK client over st
     const r2 = ok<{ revision: string }>(await call('session_save', { sandbox, sessionId: 'mcp-demo', expectedRevision: 'r1' }));
     assert.equal(r2.revision, 'r2');
     assert.match(toolError(await call('session_save', { sandbox, sessionId: 'mcp-demo', expectedRevision: 'r1' })), /^conflict: .*revision_conflict/);
+  });
+
+  it('session_diff lists what the sandbox changed since a revision (default: the head), and commits nothing', async () => {
+    type Diff = { sessionId: string; revision: string; changes: { path: string; status: string }[]; total: number; unchanged: number };
+    const none = ok<Diff>(await call('session_diff', { sandbox, sessionId: 'mcp-demo' }));
+    assert.deepEqual([none.revision, none.changes, none.unchanged], ['r2', [], 2]);
+    const sinceR1 = ok<Diff>(await call('session_diff', { sandbox, sessionId: 'mcp-demo', revision: 'r1' }));
+    assert.deepEqual(sinceR1.changes, [{ path: 'src/app.txt', status: 'modified' }]);
+    ok(await call('sandbox_write_file', { sandbox, path: 'notes.md', contents: 'new\n' }));
+    const added = ok<Diff>(await call('session_diff', { sandbox, sessionId: 'mcp-demo' }));
+    assert.deepEqual([added.changes, added.total], [[{ path: 'notes.md', status: 'added' }], 1]);
+    assert.match(toolError(await call('session_diff', { sandbox, sessionId: 'mcp-demo', revision: 'r9' })), /^not_found: /);
+    assert.match(toolError(await call('session_diff', { sandbox, sessionId: 'no-such-session' })), /^not_found: /);
+    ok(await call('sandbox_exec', { sandbox, argv: ['rm', 'notes.md'] }));
+    const heads = ok<Diff>(await call('session_diff', { sandbox, sessionId: 'mcp-demo' }));
+    assert.deepEqual([heads.revision, heads.total], ['r2', 0], 'the head is still r2: nothing was committed');
   });
 
   it('session_open_revision opens r1 in a new sandbox of the agent, holding r1 files', async () => {
@@ -118,6 +134,7 @@ describe('mcp server: session tools and sandbox:// resources (SDK client over st
     await api.waitPhase('default', name, ['Ready']);
     const key = `local.local.default.${name}`;
     assert.match(toolError(await call('session_save', { sandbox: key, sessionId: 'stolen' })), /^not_granted: /);
+    assert.match(toolError(await call('session_diff', { sandbox: key, sessionId: 'mcp-demo' })), /^not_granted: /);
     await assert.rejects(client.readResource({ uri: `sandbox://${key}/` }), (e: unknown) => e instanceof McpError && /not_granted/.test(e.message));
     const { sessions } = { sessions: fs.existsSync(path.join(work, 'repository')) ? fs.readdirSync(path.join(work, 'repository'), { recursive: true }).map(String) : [] };
     assert.ok(!sessions.some((s) => s.includes('stolen')), 'no session was created for the refused save');

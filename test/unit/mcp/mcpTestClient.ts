@@ -21,6 +21,7 @@ export const TOOLS = [
   'sandbox_search',
   'sandbox_write_file',
   'session_activate',
+  'session_diff',
   'session_fork',
   'session_open_revision',
   'session_save',

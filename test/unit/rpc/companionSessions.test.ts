@@ -222,6 +222,44 @@ describe('companion server: bundles and sessions', function () {
       }
     });
 
+    it('compares a sandbox with a revision: exactly what a save would change, byte for byte and by mode', async () => {
+      type Changes = { against: { revision: string }; changes: { path: string; status: string }[]; total: number; unchanged: number; workspace: { excludedEntries: { path: string }[] } };
+      const compare = (revision: string) => request<Changes>('sessions/compareSandbox', { sandbox: sandbox.ref, sessionId: 'demo', revision, progressToken: `cmp-${revision}` });
+      const same = await compare('r2');
+      assert.deepEqual([same.changes, same.total, same.unchanged], [[], 0, 2]);
+      assert.deepEqual((await compare('r1')).changes, [{ path: 'README.md', status: 'modified' }]);
+      // The same size with other bytes; a mode change; a new file; a removed one; a rewrite with the same bytes;
+      // and what the snapshot policy leaves out (not a change: a save would not include it either).
+      const edit = await client.runCommand({
+        shell:
+          'printf "SECOND\\n" > README.md && chmod -x run.sh && mkdir -p src && echo "export {}" > src/new.ts && ' +
+          'printf "#!/bin/sh\\n" > kept.sh && echo z > node_modules/dep/b.js && echo h > .git/ORIG_HEAD',
+      });
+      assert.equal(edit.exitCode, 0);
+      const saved = await request<{ revision: { ref: { revision: string } } }>('sessions/saveSandbox', { sandbox: sandbox.ref, sessionId: 'compared' });
+      assert.equal(saved.revision.ref.revision, 'r1');
+      const more = await client.runCommand({ shell: 'rm kept.sh && printf "SECOND\\n" > README.md && printf "more\\n" >> src/new.ts' });
+      assert.equal(more.exitCode, 0);
+      const changed = await compare('r2');
+      assert.deepEqual(changed.changes, [
+        { path: 'README.md', status: 'modified' },
+        { path: 'run.sh', status: 'modified' },
+        { path: 'src/new.ts', status: 'added' },
+      ]);
+      assert.deepEqual([changed.total, changed.unchanged], [3, 0]);
+      assert.deepEqual(changed.workspace.excludedEntries.map((e) => e.path), ['.git/', 'node_modules/']);
+      const sinceOwn = await request<Changes>('sessions/compareSandbox', { sandbox: sandbox.ref, sessionId: 'compared', revision: 'r1' });
+      assert.deepEqual(sinceOwn.changes, [
+        { path: 'kept.sh', status: 'deleted' },
+        { path: 'src/new.ts', status: 'modified' },
+      ]);
+      assert.equal(sinceOwn.unchanged, 2, 'README.md rewritten with the same bytes, and run.sh');
+      assert.ok(progress.some((p) => p.token === 'cmp-r2' && p.value.phase === 'comparing'), 'progress names the comparing phase');
+      await rejectsWith(request('sessions/compareSandbox', { sandbox: sandbox.ref, sessionId: 'demo', revision: 'r9' }), 'not_found');
+      const leftovers = fs.readdirSync(os.tmpdir()).filter((n) => n.startsWith('sandbox-sessions-changes-'));
+      assert.deepEqual(leftovers, [], 'no scratch left behind');
+    });
+
     it('refuses to save a sandbox holding a secret file, naming it, and commits nothing', async () => {
       await client.writeFile('.env.local', Buffer.from('TOKEN=canary'));
       await rejectsWith(request('sessions/saveSandbox', { sandbox: sandbox.ref, sessionId: 'demo', expectedRevision: 'r2' }), 'refused', 'policy_rejected', /\.env\.local/);
@@ -245,6 +283,21 @@ describe('companion server: bundles and sessions', function () {
       assert.deepEqual(ws.entries.map((e) => e.name), ['latest', 'target.txt']);
       const latest = await request<{ contents: string }>('revisions/read', { sessionId: 'linked', revision: 'r1', path: 'workspace/latest' });
       assert.equal(Buffer.from(latest.contents, 'base64').toString(), 'linked\n');
+      // Compared the same way (from a copy through the gateway): the link is the file it names.
+      type Changes = { changes: { path: string; status: string }[]; unchanged: number };
+      const compare = () => request<Changes>('sessions/compareSandbox', { sandbox: linked.ref, sessionId: 'linked', revision: 'r1' });
+      assert.deepEqual(await compare(), { ...(await compare()), changes: [], unchanged: 2 });
+      const gw2 = new GatewayClient({ endpoint: c.endpoint, token: c.token });
+      try {
+        assert.equal((await gw2.runCommand({ shell: 'printf "LINKED\\n" > target.txt' })).exitCode, 0);
+      } finally {
+        await gw2.close();
+      }
+      assert.deepEqual((await compare()).changes, [
+        { path: 'latest', status: 'modified' },
+        { path: 'target.txt', status: 'modified' },
+      ]);
+      assert.deepEqual(fs.readdirSync(os.tmpdir()).filter((n) => n.startsWith('sandbox-sessions-changes-')), [], 'the copy is gone');
     });
 
     it('answers not_found for an unknown session', async () => {

@@ -1,0 +1,75 @@
+// What a sandbox changed since a revision (`sessions/compareSandbox`): one comparison of a local sandbox of ~1 MB
+// and ~100 MB with the revision it was saved as, one file changed, against two baselines measured in the same run:
+// `tar -cf - | zstd -3` of the same workspace (what any "what changed" needs at least: read every byte once), and
+// Save Sandbox as Revision of it (which reads the workspace the same way, then packs and commits it). The median
+// is of runs after the first, whose time includes decompressing the revision's bundle once (printed apart). The
+// Source Control view paces its comparisons by their duration (extension/changes/refreshPacer.ts), so this is
+// also how stale its list can be.
+// Real parts: the local gateway daemon (process backend), the file repository, real processes.
+// Run: npx tsx bench/sandboxChanges.ts [--runs N] [--only 1mb|100mb]
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { RevisionIndexCache } from '../server/sessions/revisionIndex';
+import { compareSandboxWithRevision } from '../server/sessions/sandboxChanges';
+import { SandboxSessionService } from '../server/sessions/sandboxSessions';
+import { createActivationWorld } from '../test/fixtures/activation/harness';
+import { generateTree } from './bundle';
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
+
+async function timed<T>(work: () => Promise<T>): Promise<[number, T]> {
+  const t0 = process.hrtime.bigint();
+  const result = await work();
+  return [Number(process.hrtime.bigint() - t0) / 1e6, result];
+}
+
+async function benchSize(label: string, files: number, bytes: number, runs: number): Promise<void> {
+  const world = await createActivationWorld();
+  const revisions = new RevisionIndexCache(async () => world.repo, path.join(world.dir, 'revisions'));
+  try {
+    const sessions = new SandboxSessionService(async () => world.repo, new Map([['local', world.provider]]), { kind: 'file', description: world.repoRoot });
+    const sandbox = await world.provider.create({ provider: 'local', namespace: 'default', runtime: 'process' }, { waitForReady: true });
+    const root = await world.provider.hostDirectory?.(sandbox.ref);
+    if (!root) throw new Error('the local sandbox has no directory here');
+    const generated = path.join(world.dir, 'tree');
+    const written = generateTree(generated, files, bytes);
+    fs.cpSync(path.join(generated, 'workspace'), root, { recursive: true });
+    execFileSync('sh', ['-c', `cat $(find ${root} -type f) > /dev/null`]);
+    const sessionId = `bench-${label}`;
+    await sessions.saveSandbox({ sandbox: sandbox.ref, sessionId });
+    const baseline: number[] = [];
+    const saves: number[] = [];
+    const compares: number[] = [];
+    const changed = execFileSync('find', [root, '-type', 'f'], { encoding: 'utf8' }).split('\n')[0] ?? '';
+    for (let i = 0; i < runs; i++) {
+      baseline.push((await timed(async () => execFileSync('sh', ['-c', `tar -cf - -C ${root} . | zstd -3 -q -o /dev/null -f`])))[0]);
+      fs.appendFileSync(changed, `run ${i}\n`);
+      const [compare, result] = await timed(() => compareSandboxWithRevision({ sessions, revisions }, { sandbox: sandbox.ref, sessionId, revision: 'r1' }));
+      if (result.total !== 1) throw new Error(`expected one change, got ${JSON.stringify(result.changes)}`);
+      compares.push(compare);
+      saves.push((await timed(() => sessions.saveSandbox({ sandbox: sandbox.ref, sessionId: `${sessionId}-save-${i}` })))[0]);
+    }
+    const [b, s, c] = [median(baseline), median(saves), median(compares.slice(1))];
+    console.log(
+      `${label}: ${files} files, ${(written / 1e6).toFixed(1)} MB — compare ${c.toFixed(0)} ms = ${(c / b).toFixed(2)}× tar|zstd (${b.toFixed(0)} ms), ` +
+        `${(c / s).toFixed(2)}× a save (${s.toFixed(0)} ms); first (with the revision's index) ${compares[0]?.toFixed(0)} ms, then ${compares.slice(1).map((x) => x.toFixed(0)).join(', ')} ms`,
+    );
+  } finally {
+    await revisions.dispose();
+    await world.dispose();
+  }
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({ options: { runs: { type: 'string', default: '5' }, only: { type: 'string' } } });
+  const runs = Number(values.runs);
+  if (values.only !== '100mb') await benchSize('1mb', 50, 1_000_000, runs);
+  if (values.only !== '1mb') await benchSize('100mb', 2000, 100_000_000, runs);
+}
+
+void main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});

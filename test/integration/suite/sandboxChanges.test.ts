@@ -1,0 +1,108 @@
+// What a sandbox changed since a revision, in a real VS Code: a save makes the saved revision the sandbox's
+// baseline; while the sandbox is shown, its edits (the window's own writes and a command's) are listed as a save
+// would see them, without Refresh; a change opens as a diff revision ↔ sandbox; another save empties the list;
+// Compare Sandbox with Revision… picks another baseline; a revision opened in a new sandbox is that sandbox's
+// baseline; Stop Comparing removes the entry.
+import assert from 'node:assert/strict';
+import * as vscode from 'vscode';
+import type { SandboxSummary } from '../../../protocol/sandboxes';
+import { api, newLocalSandbox, until } from './helpers';
+
+const text = (s: string) => new TextEncoder().encode(s);
+
+describe('what a sandbox changed since a revision', () => {
+  let sandbox: SandboxSummary;
+  const uri = (p = '') => vscode.Uri.from({ scheme: 'sandbox', authority: sandbox.key, path: `/${p}` });
+  after(async () => {
+    await vscode.commands.executeCommand('workbench.action.closeAllEditors');
+  });
+
+  it('lists what a save would change, live, and opens a change as a diff', async () => {
+    const a = await api();
+    sandbox = await newLocalSandbox();
+    await vscode.workspace.fs.writeFile(uri('README.md'), text('first\n'));
+    await vscode.workspace.fs.createDirectory(uri('src'));
+    await vscode.workspace.fs.writeFile(uri('src/gone.ts'), text('export {};\n'));
+    const saved = await vscode.commands.executeCommand<{ revision: { ref: { revision: string } } }>('sandboxSessions.saveSandboxAsRevision', sandbox.key, { sessionId: 'it-changes' });
+    assert.equal(saved.revision.ref.revision, 'r1');
+    assert.equal(a.changes.compared().includes(sandbox.key), false, 'not shown in this window yet');
+
+    // Shown (an editor of it is open): compared with r1, the baseline the save set.
+    await vscode.window.showTextDocument(uri('README.md'));
+    await until(() => a.changes.state(sandbox.key)?.result !== undefined, 'the first comparison');
+    assert.deepEqual(a.changes.state(sandbox.key)?.result?.changes, []);
+    assert.equal(a.changes.state(sandbox.key)?.result?.unchanged, 2);
+
+    // The window's own writes and a command's, without Refresh.
+    await vscode.workspace.fs.writeFile(uri('README.md'), text('FIRST\n'));
+    await vscode.workspace.fs.delete(uri('src/gone.ts'));
+    const connection = a.registry.connection(sandbox.key);
+    assert.ok(connection);
+    const made = await (await connection.client()).runCommand({ shell: 'echo new > added.txt' });
+    assert.equal(made.exitCode, 0);
+    await a.fileSystem.commandRanIn(sandbox.key, '');
+    const expected = [
+      { path: 'README.md', status: 'modified' },
+      { path: 'added.txt', status: 'added' },
+      { path: 'src/gone.ts', status: 'deleted' },
+    ];
+    await until(() => JSON.stringify(a.changes.state(sandbox.key)?.result?.changes) === JSON.stringify(expected), 'the three changes to be listed');
+    assert.deepEqual(a.changes.status(uri('README.md')), { status: 'modified', baseline: { sessionId: 'it-changes', revision: 'r1', setAt: a.changes.baselines.get(sandbox.key)?.setAt } });
+    assert.equal(a.changes.status(uri('src/other.ts')), undefined);
+
+    await vscode.commands.executeCommand('sandboxSessions.openSandboxChange', sandbox.key, 'README.md', 'modified');
+    await until(() => vscode.window.tabGroups.activeTabGroup.activeTab?.input instanceof vscode.TabInputTextDiff, 'the diff');
+    const diff = vscode.window.tabGroups.activeTabGroup.activeTab?.input as vscode.TabInputTextDiff;
+    assert.deepEqual([diff.original.scheme, diff.original.path], ['sandbox-revision', '/workspace/README.md']);
+    assert.equal(diff.modified.toString(), uri('README.md').toString());
+    assert.equal((await vscode.workspace.openTextDocument(diff.original)).getText(), 'first\n', "r1's version");
+  });
+
+  it('a save moves the baseline on; Compare Sandbox with Revision… picks another; Stop Comparing ends it', async () => {
+    const a = await api();
+    const saved = await vscode.commands.executeCommand<{ revision: { ref: { revision: string } } }>('sandboxSessions.saveSandboxAsRevision', sandbox.key, {
+      sessionId: 'it-changes',
+      expectedRevision: 'r1',
+    });
+    assert.equal(saved.revision.ref.revision, 'r2');
+    await until(() => a.changes.state(sandbox.key)?.result?.against.revision === 'r2', 'the comparison with r2');
+    assert.deepEqual(a.changes.state(sandbox.key)?.result?.changes, []);
+
+    const state = await vscode.commands.executeCommand<{ result?: { changes: unknown[] } }>('sandboxSessions.compareSandboxWithRevision', sandbox.key, {
+      sessionId: 'it-changes',
+      revision: 'r1',
+    });
+    assert.equal(state.result?.changes.length, 3, 'compared with r1 again, at once');
+
+    await vscode.commands.executeCommand('sandboxSessions.stopComparingSandbox', sandbox.key);
+    assert.equal(a.changes.compared().includes(sandbox.key), false);
+    assert.equal(a.changes.baselines.get(sandbox.key), undefined);
+  });
+
+  it('names why a comparison is not possible: a secret file a save would refuse', async () => {
+    const a = await api();
+    await vscode.commands.executeCommand('sandboxSessions.compareSandboxWithRevision', sandbox.key, { sessionId: 'it-changes' });
+    assert.equal(a.changes.state(sandbox.key)?.result?.against.revision, 'r2', 'without a revision: the head');
+    await vscode.workspace.fs.writeFile(uri('.env'), text('TOKEN=canary\n'));
+    await until(() => a.changes.state(sandbox.key)?.error !== undefined, 'the refusal');
+    assert.match(a.changes.state(sandbox.key)?.error ?? '', /a save would be refused.*\.env/);
+    await vscode.workspace.fs.delete(uri('.env'));
+    await until(() => a.changes.state(sandbox.key)?.result !== undefined, 'a comparison again once the secret is gone');
+  });
+
+  it('a revision opened in a new sandbox is that sandbox’s baseline', async () => {
+    const a = await api();
+    const opened = await vscode.commands.executeCommand<{ sandbox: SandboxSummary }>(
+      'sandboxSessions.openRevisionInSandbox',
+      { sessionId: 'it-changes', revision: 'r1' },
+      { provider: 'local', runtime: 'process', open: false },
+    );
+    assert.deepEqual(
+      { ...a.changes.baselines.get(opened.sandbox.key), setAt: 0 },
+      { sessionId: 'it-changes', revision: 'r1', setAt: 0 },
+    );
+    await vscode.window.showTextDocument(vscode.Uri.from({ scheme: 'sandbox', authority: opened.sandbox.key, path: '/README.md' }));
+    await until(() => a.changes.state(opened.sandbox.key)?.result !== undefined, 'the comparison of the new sandbox');
+    assert.deepEqual(a.changes.state(opened.sandbox.key)?.result?.changes, []);
+  });
+});
