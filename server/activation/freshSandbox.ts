@@ -26,7 +26,8 @@ export interface ConnectedSandbox extends SandboxAccess {
 
 /**
  * Opens the sandbox's gateway and finds its root (`pwd`) and, at the same time, the directory the provider offers for
- * it here (used only when it is that very root: workspaceMover.hostRootOf); the client is closed again if that fails.
+ * it here (used only when it is that very root: workspaceMover.hostRootOf; a provider whose commands start there by
+ * construction is not asked); the client is closed again if that fails.
  */
 export async function connectSandbox(provider: SandboxProvider, ref: SandboxRef, signal: AbortSignal): Promise<ConnectedSandbox> {
   const connection = await provider.open(ref);
@@ -34,6 +35,12 @@ export async function connectSandbox(provider: SandboxProvider, ref: SandboxRef,
   const offered = Promise.resolve().then(() => provider.hostDirectory?.(ref));
   offered.catch(() => undefined); // awaited below unless pwd fails first
   try {
+    if (provider.hostDirectoryIsCommandRoot === true) {
+      const dir = await offered;
+      // Commands start in the directory offered, by construction: its real path is the root, no command needed.
+      const hostRoot = dir === undefined ? undefined : await confirmedHostRoot(dir, dir);
+      if (hostRoot !== undefined) return { client, root: hostRoot, hostRoot };
+    }
     const pwd = await client.runCommand({ argv: ['pwd'] }, { signal });
     const root = pwd.stdout.toString('utf8').trim();
     if (pwd.exitCode !== 0 || !root.startsWith('/')) throw new ActivationError('sandbox_failed', `cannot find the sandbox root (pwd exited ${pwd.exitCode})`);

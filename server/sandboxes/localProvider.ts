@@ -242,6 +242,9 @@ export class LocalSandboxProvider extends RunProvider {
     return this.local.hostDirectory((await this.get(ref)).run, access);
   }
 
+  /** The process and bubblewrap backends run commands in the Run's workspace directory (bubblewrap binds it at that path). */
+  readonly hostDirectoryIsCommandRoot = true;
+
   /** Beside the Runs' directories, under the daemon's state root (SandboxProvider.keptSessionTreesDirectory). */
   keptSessionTreesDirectory(): string {
     return this.local.keptSessionTreesDirectory();

@@ -44,6 +44,11 @@ export interface SandboxProvider {
    */
   hostDirectory?(ref: SandboxRef, access?: 'read' | 'write'): Promise<string | undefined>;
   /**
+   * Set when a directory `hostDirectory` offers is, by construction, the one the sandbox's commands start in (the
+   * local runtime runs its own backends' commands there): it is then used without asking the sandbox's `pwd` first.
+   */
+  readonly hostDirectoryIsCommandRoot?: boolean;
+  /**
    * A private directory of this machine on the same file system as the sandboxes' host directories, where an
    * activation keeps the session tree it packed for the session's next activation (activation/keptSessionTrees.ts).
    * Absent where sandboxes are not directories here.

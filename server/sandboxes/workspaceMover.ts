@@ -99,7 +99,8 @@ async function sandboxRootOf(client: GatewayClient, options: MoveOptions): Promi
 
 /**
  * The sandbox's root on this machine, if the provider offers a directory and it is the very root the sandbox's
- * commands see (`sandboxRoot` when the caller already ran `pwd`, else one `pwd` here); otherwise undefined.
+ * commands see (`sandboxRoot` when the caller already ran `pwd`, else one `pwd` here, unless the provider runs
+ * commands there by construction); otherwise undefined.
  */
 export async function hostRootOf(
   provider: SandboxProvider,
@@ -109,7 +110,7 @@ export async function hostRootOf(
 ): Promise<string | undefined> {
   const offered = await provider.hostDirectory?.(ref);
   if (offered === undefined) return undefined;
-  const root = options.sandboxRoot ?? (await sandboxRootOf(client, options));
+  const root = options.sandboxRoot ?? (provider.hostDirectoryIsCommandRoot === true ? offered : await sandboxRootOf(client, options));
   return root === undefined ? undefined : confirmedHostRoot(offered, root);
 }
 
