@@ -14,7 +14,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { ensureGateway, stopGateway } from '../server/gateway/daemonClient';
+import { DAEMON_NODE_FLAGS, ensureGateway, stopGateway } from '../server/gateway/daemonClient';
 
 const RUNS = Number(process.argv[2] ?? '15');
 const REPO = path.join(__dirname, '..');
@@ -86,7 +86,8 @@ async function main(): Promise<void> {
     { name: `bin/sandbox-sessions sandbox exec`, program: WRAPPER, args: ['sandbox', 'exec', sandbox, '--state-dir', stateDir, '--', 'true'], base: SPAWN_BASE, goal: '≤ 3.00 × base wall' },
   ];
   try {
-    const gateway = await ensureGateway({ stateDir, command: [process.execPath, CLI, 'gateway'] });
+    // Started as the CLI starts it for a user (defaultGatewayCommand: the daemon's Node flags included).
+    const gateway = await ensureGateway({ stateDir, command: [process.execPath, ...DAEMON_NODE_FLAGS, CLI, 'gateway'] });
     const daemonStartKb = rssKb(gateway.pid);
     // One Ready local sandbox (process backend) for `sandbox exec`; created once, not measured.
     await run([CLI, 'sandbox', 'create', '--name', sandbox, '--runtime', 'process', '--state-dir', stateDir]);
