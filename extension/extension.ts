@@ -142,7 +142,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Sandbo
   const search = registerSandboxSearch({ companion, onDidChangeFile: fileSystem.onDidChangeFile, globalState: context.globalState, log });
   context.subscriptions.push(...search.disposables);
   await restoreWindow(context, registry, fileSystem, terminals, log);
-  context.subscriptions.push(registerSupportReport({ context, companion, registry, fileSystem, live }));
+  context.subscriptions.push(registerSupportReport({ context, companion, registry, fileSystem, live, roundTrip: (key) => statusBar.roundTrip(key) }));
   const mcp = registerMcpServerProvider(context, log);
   const ports = registerPorts({ companion, registry, resolveSandbox, log });
   context.subscriptions.push(...ports.disposables);

@@ -28,6 +28,8 @@ export interface SupportReportDeps {
   registry: SandboxRegistry;
   fileSystem: SandboxFileSystemProvider;
   live: LiveSandboxChanges;
+  /** The gateway round trips the status bar measured of a sandbox (median, count), if it did. */
+  roundTrip(key: string): { medianMs: number; count: number } | undefined;
 }
 
 /** The report's Markdown. Each part that cannot be gathered says why, and the rest still comes. */
@@ -84,7 +86,7 @@ async function providersSection({ companion }: SupportReportDeps): Promise<strin
   return lines;
 }
 
-function sandboxesSection({ registry, fileSystem, live }: SupportReportDeps): string[] {
+function sandboxesSection({ registry, fileSystem, live, roundTrip }: SupportReportDeps): string[] {
   const lines = ['', '## Sandboxes this window knows', ''];
   const followed = new Set(live.followed());
   const summaries = registry.all();
@@ -92,7 +94,9 @@ function sandboxesSection({ registry, fileSystem, live }: SupportReportDeps): st
   for (const s of summaries) {
     const counters = fileSystem.countersOf(s.key);
     const files = counters ? `; file system calls: listing pages ${counters.listPages}, reads ${counters.reads}, changes ${counters.mutations}` : '';
-    lines.push(`- ${s.key}: ${s.phase ?? 'unknown phase'}${s.message ? ` (${s.message})` : ''}${followed.has(s.key) ? '; live changes followed' : ''}${files}`);
+    const trip = roundTrip(s.key);
+    const latency = trip ? `; gateway round trip ${trip.medianMs} ms (median of ${trip.count})` : '';
+    lines.push(`- ${s.key}: ${s.phase ?? 'unknown phase'}${s.message ? ` (${s.message})` : ''}${followed.has(s.key) ? '; live changes followed' : ''}${files}${latency}`);
   }
   const shown = (vscode.workspace.workspaceFolders ?? []).map((f) => `${f.name} = ${f.uri.scheme === 'file' ? 'a local folder' : f.uri.toString()}`);
   lines.push('', `Workspace folders: ${shown.length === 0 ? 'none' : shown.join('; ')}`);

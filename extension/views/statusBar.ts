@@ -4,7 +4,8 @@
 // last one lets go; kruntimes era-D clusters have leases instead of idle timeouts) and the time
 // left before the total timeout — so a sandbox never stops without warning (and, shortly before an idle stop, a
 // notification that offers to keep it: idleWarning.ts). Click → its actions.
-// When the local gateway daemon stops, the item says so at once and a click starts it again.
+// When the local gateway daemon stops, the item says so at once and a click starts it again. The gateway's round
+// trip (of the periodic status check) is in the tooltip, and in the item when it is slow (roundTrips.ts).
 import * as vscode from 'vscode';
 import { parseGoDuration } from '../../protocol/kruntimes/run';
 import type { SandboxSummary } from '../../protocol/sandboxes';
@@ -12,9 +13,12 @@ import { SANDBOX_SCHEME } from '../fs/sandboxFileSystemProvider';
 import type { SandboxRegistry } from '../sandboxes/registry';
 import { formatRemaining, formatSeconds } from './durationText';
 import { IdleWarnings, KEEP_WORKING_COMMAND } from './idleWarning';
+import { RoundTrips, roundTripText } from './roundTrips';
 
 const STATUS_POLL_MS = 15_000;
 const RECONNECT_COMMAND = 'sandboxSessions.reconnectSandbox';
+/** `sandboxSessions.latencyWarningMs`'s default (package.json). */
+const DEFAULT_LATENCY_WARNING_MS = 250;
 
 export class SandboxStatusBar implements vscode.Disposable {
   private readonly item = vscode.window.createStatusBarItem('sandboxSessions.status', vscode.StatusBarAlignment.Left, 50);
@@ -25,6 +29,7 @@ export class SandboxStatusBar implements vscode.Disposable {
   private readonly ticker: NodeJS.Timeout;
   private shown = false;
   private readonly idleWarnings: IdleWarnings;
+  private readonly roundTrips = new RoundTrips();
 
   constructor(private readonly registry: SandboxRegistry) {
     this.item.name = 'Sandbox';
@@ -64,7 +69,10 @@ export class SandboxStatusBar implements vscode.Disposable {
   private async lastActivity(key: string): Promise<number | undefined> {
     const connection = this.registry.connection(key);
     if (!connection) return undefined;
-    const status = await (await connection.client()).status();
+    const client = await connection.client();
+    const started = performance.now();
+    const status = await client.status();
+    this.roundTrips.add(key, performance.now() - started);
     const ms = status.lastActivityUnixNano === undefined ? undefined : Number(status.lastActivityUnixNano / 1_000_000n);
     if (key === this.key && ms !== undefined) {
       this.lastActivityMs = ms;
@@ -106,6 +114,11 @@ export class SandboxStatusBar implements vscode.Disposable {
     const parts = [`$(vm) ${summary.ref.name}: ${summary.phase ?? 'Pending'}`];
     const tips = [`Sandbox ${summary.ref.name} (${summary.runtime}) is ${summary.phase ?? 'Pending'}.`];
     if (summary.phase === 'Ready') {
+      const warningMs = vscode.workspace.getConfiguration('sandboxSessions').get<number>('latencyWarningMs', DEFAULT_LATENCY_WARNING_MS);
+      const roundTrip = roundTripText(this.roundTrips.of(summary.key), warningMs);
+      if (roundTrip.part) parts.push(roundTrip.part);
+      if (roundTrip.slow) this.item.backgroundColor = new vscode.ThemeColor('statusBarItem.warningBackground');
+      tips.push(roundTrip.tip);
       if (summary.idleTimeoutSeconds !== undefined && this.lastActivityMs !== undefined) {
         const left = this.lastActivityMs + summary.idleTimeoutSeconds * 1000 - Date.now();
         parts.push(`idle ${formatRemaining(left)}`);
@@ -144,6 +157,11 @@ export class SandboxStatusBar implements vscode.Disposable {
     } catch (err) {
       void vscode.window.showErrorMessage(`The sandbox could not be reached: ${err instanceof Error ? err.message : String(err)}`);
     }
+  }
+
+  /** The gateway round trips measured of a sandbox (median, count), for the support report. */
+  roundTrip(key: string): { medianMs: number; count: number } | undefined {
+    return this.roundTrips.of(key);
   }
 
   /** The last idle warning shown (for the integration tests). */

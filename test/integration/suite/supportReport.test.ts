@@ -1,12 +1,12 @@
 // Export Support Report… in a real VS Code: one Markdown file with the doctor's checks, the providers, the
-// sandboxes this window knows (with their file system counters) and the extension's log — and not the local
-// gateway's bearer token, which every sandbox connection of this window uses.
+// sandboxes this window knows (with their file system counters and gateway round trip) and the extension's log —
+// and not the local gateway's bearer token, which every sandbox connection of this window uses.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import * as vscode from 'vscode';
-import { newLocalSandbox } from './helpers';
+import { api, newLocalSandbox, until } from './helpers';
 
 describe('Export Support Report', () => {
   after(async () => {
@@ -18,6 +18,13 @@ describe('Export Support Report', () => {
     const uri = (p: string) => vscode.Uri.from({ scheme: 'sandbox', authority: sandbox.key, path: `/${p}` });
     await vscode.workspace.fs.writeFile(uri('report-probe.txt'), new TextEncoder().encode('x'));
     await vscode.workspace.fs.readDirectory(uri(''));
+    // Worked in (an editor of it): the status bar measures its gateway's round trip (shown in the item with 0).
+    const settings = vscode.workspace.getConfiguration('sandboxSessions');
+    await settings.update('latencyWarningMs', 0, vscode.ConfigurationTarget.Global);
+    await vscode.window.showTextDocument(uri('report-probe.txt'));
+    const a = await api();
+    await until(() => /\$\(pulse\) \d+ ms/.test(a.statusBarText() ?? ''), 'a measured round trip');
+    await settings.update('latencyWarningMs', undefined, vscode.ConfigurationTarget.Global);
 
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'support-report-'));
     const target = vscode.Uri.file(path.join(dir, 'report.md'));
@@ -29,7 +36,10 @@ describe('Export Support Report', () => {
     assert.match(report, /## Doctor\n\n- ok — node: [\s\S]*\n- ok — state directory: /);
     assert.match(report, /- ok — local gateway: /);
     assert.match(report, /## Providers\n\n- Local \(local\): available/);
-    assert.match(report, new RegExp(`- ${sandbox.key.replace(/\./g, '\\.')}: Ready[^;\n]*; file system calls: listing pages [1-9]\\d*, reads \\d+, changes [1-9]\\d*`));
+    assert.match(
+      report,
+      new RegExp(`- ${sandbox.key.replace(/\./g, '\\.')}: Ready[^\n]*; file system calls: listing pages [1-9]\\d*, reads \\d+, changes [1-9]\\d*; gateway round trip \\d+ ms \\(median of [1-9]\\d*\\)`),
+    );
     assert.match(report, /## Log\n[\s\S]*\[info\] activated/);
 
     const gateway = JSON.parse(fs.readFileSync(path.join(process.env.SANDBOX_SESSIONS_STATE_DIR ?? '', 'gateway.json'), 'utf8')) as { token: string };
