@@ -1,6 +1,7 @@
 // The CLI as a person and a script use it: `sandbox create` starts the daemon on demand,
 // `exec` returns the command's exit code, `close` drains and `artifacts --json` lists verified
-// artifacts; `doctor` names each backend and why one does not work.
+// artifacts; `diff` lists what a sandbox changed since a session revision; `doctor` names each backend and why
+// one does not work.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import fs from 'node:fs/promises';
@@ -11,6 +12,10 @@ import { runDoctorCommand } from '../../../server/cli/doctor';
 import { runSandboxCommand } from '../../../server/cli/sandbox';
 import { stopGateway } from '../../../server/gateway/daemonClient';
 import { BubblewrapBackend } from '../../../server/local/bubblewrapBackend';
+import { createLogger } from '../../../server/log';
+import { openSessionRepository } from '../../../server/repository/open';
+import { LocalSandboxProvider } from '../../../server/sandboxes/localProvider';
+import { SandboxSessionService } from '../../../server/sessions/sandboxSessions';
 
 const ROOT = path.resolve(__dirname, '../../..');
 const GATEWAY = [process.execPath, '--import', 'tsx', path.join(ROOT, 'test/fixtures/gatewayMain.ts')];
@@ -85,6 +90,39 @@ describe('CLI: sandbox and doctor', function () {
     assert.equal(r.code, 2);
     assert.match(r.err, /unknown option --bogus/);
     assert.equal((await sandbox(stateDir, ['frobnicate'])).code, 2);
+  });
+
+  it('diff: what a sandbox changed since a session revision, as git --name-status prints it, and as JSON', async () => {
+    const created = await sandbox(stateDir, ['create', '--name', 'cli-diff', '--runtime', 'process']);
+    assert.equal(created.code, 0, created.err);
+    assert.equal((await sandbox(stateDir, ['exec', 'cli-diff', '--shell', 'echo one > a.txt && echo two > b.txt && mkdir -p node_modules && echo x > node_modules/x.js'])).code, 0);
+    // r1 of a session, saved as the companion's Save Sandbox as Revision saves it.
+    const repository = path.join(stateDir, 'repository');
+    const repo = await openSessionRepository({ location: repository });
+    const provider = new LocalSandboxProvider({ stateDir, gatewayCommand: GATEWAY, log: createLogger(new Writable({ write: (_c, _e, done) => done() }), 'error') });
+    try {
+      const sessions = new SandboxSessionService(async () => repo, new Map([['local', provider]]), { kind: 'file', description: repository });
+      await sessions.saveSandbox({ sandbox: { provider: 'local', context: 'local', namespace: 'default', name: 'cli-diff' }, sessionId: 'cli-session' });
+    } finally {
+      await repo.close();
+      await provider.dispose();
+    }
+    const none = await sandbox(stateDir, ['diff', 'cli-diff', '--session', 'cli-session', '--repository', repository]);
+    assert.equal(none.code, 0, none.err);
+    assert.equal(none.out, '0 changed, 2 unchanged since cli-session@r1 (left out, as a save leaves them out: node_modules/)\n');
+    assert.equal((await sandbox(stateDir, ['exec', 'cli-diff', '--shell', 'echo ONE > a.txt && rm b.txt && echo new > c.txt'])).code, 0);
+    const changed = await sandbox(stateDir, ['diff', 'cli-diff', '--session', 'cli-session', '--revision', 'r1', '--repository', repository]);
+    assert.equal(changed.code, 0, changed.err);
+    assert.equal(changed.out, 'M\ta.txt\nD\tb.txt\nA\tc.txt\n3 changed, 0 unchanged since cli-session@r1 (left out, as a save leaves them out: node_modules/)\n');
+    const json = await sandbox(stateDir, ['diff', 'cli-diff', '--session', 'cli-session', '--repository', repository, '--json']);
+    const parsed = JSON.parse(json.out) as { against: { revision: string }; changes: { path: string; status: string }[]; total: number };
+    assert.deepEqual([parsed.against.revision, parsed.total, parsed.changes.map((c) => c.status)], ['r1', 3, ['modified', 'deleted', 'added']]);
+    const noSession = await sandbox(stateDir, ['diff', 'cli-diff', '--repository', repository]);
+    assert.equal(noSession.code, 2);
+    assert.match(noSession.err, /diff needs --session ID/);
+    const unknown = await sandbox(stateDir, ['diff', 'cli-diff', '--session', 'nope', '--repository', repository]);
+    assert.notEqual(unknown.code, 0);
+    assert.match(unknown.err, /nope/);
   });
 
   it('doctor reports each backend, and why bwrap would not work', async () => {
