@@ -145,6 +145,7 @@ class ShownChanges implements vscode.Disposable {
 
 export class SandboxChangesView implements vscode.Disposable {
   private readonly shown = new Map<string, ShownChanges>();
+  private anyShown = false;
   private readonly subscriptions: vscode.Disposable[];
   private readonly decorationChanges = new vscode.EventEmitter<vscode.Uri[]>();
   /** The Explorer's marks of the files listed (for the FileDecorationProvider). */
@@ -204,6 +205,11 @@ export class SandboxChangesView implements vscode.Disposable {
 
   private update(): void {
     const shownNow = shownSandboxes();
+    // The Source Control view's welcome offers Compare Sandbox with Revision… while a sandbox is shown here.
+    if (shownNow.size > 0 !== this.anyShown) {
+      this.anyShown = shownNow.size > 0;
+      void vscode.commands.executeCommand('setContext', 'sandboxSessions.sandboxShown', this.anyShown);
+    }
     for (const [key, shown] of this.shown) {
       if (shownNow.has(key) && this.registry.lifecycle(key) === undefined) continue;
       shown.dispose();

@@ -79,6 +79,11 @@ describe('e2e: save → fork → activate → compare', function () {
   };
 
   it('saves the sandbox as r1 of a new session', async () => {
+    // Before any save, Source Control offers to compare the sandbox with a revision.
+    await page.locator('.activitybar [aria-label^="Source Control"]').first().click();
+    await page.locator('.welcome-view-content', { hasText: 'See what a sandbox changed since a session revision' }).waitFor({ timeout: 30_000 });
+    await page.locator('.welcome-view-content .monaco-button', { hasText: 'Compare Sandbox with Revision…' }).first().waitFor({ timeout: 30_000 });
+    await page.locator('.activitybar [aria-label^="Explorer"]').first().click();
     await wb.runCommand('Sandbox Sessions: Save Sandbox as Session Revision');
     await wb.pick('New session…');
     await typeInInput('e2e-session');
