@@ -26,13 +26,14 @@ export const SERVER_IMPORT_RULES: Readonly<Record<string, readonly string[]>> = 
   // Services.
   sandboxes: ['bundle', 'gateway', 'local', 'log.ts', 'repository'],
   activation: ['bundle', 'log.ts', 'platform', 'repository', 'sandboxes'],
-  sessions: ['activation', 'repository', 'sandboxes'],
+  // What a sandbox changed since a revision is read with the bundle's own scan and snapshot policy (sandboxChanges.ts).
+  sessions: ['activation', 'bundle', 'repository', 'sandboxes'],
   search: ['bundle', 'sandboxes'],
   ports: ['log.ts', 'sandboxes'],
-  mcp: ['companionServices.ts', 'errorMapping.ts', 'local', 'log.ts', 'sandboxes', 'search', 'version.ts'],
+  mcp: ['companionServices.ts', 'errorMapping.ts', 'local', 'log.ts', 'sandboxes', 'search', 'sessions', 'version.ts'],
   // The faces: JSON-RPC and the command line.
   rpc: ['activation', 'bundle', 'errorMapping.ts', 'log.ts', 'ports', 'sandboxes', 'search', 'sessions', 'version.ts'],
-  cli: ['activation', 'bundle', 'companionServices.ts', 'errorMapping.ts', 'gateway', 'local', 'log.ts', 'mcp', 'ports', 'repository', 'rpc', 'sandboxes'],
+  cli: ['activation', 'bundle', 'companionServices.ts', 'errorMapping.ts', 'gateway', 'local', 'log.ts', 'mcp', 'ports', 'repository', 'rpc', 'sandboxes', 'sessions'],
 };
 
 /**

@@ -1,7 +1,6 @@
 // `sandbox-sessions sandbox <verb>`: local sandboxes from a shell — create, list, get, exec,
 // cancel, close (Drain, or --immediate), delete, artifacts, operations, logs (runtimed's log of
-// the Run, like `kubectl logs`), port-forward (portForward.ts, like `kubectl port-forward`), diff (what it
-// changed since a session revision, sandboxDiff.ts) — with `--json` for
+// the Run, like `kubectl logs`), port-forward (portForward.ts, like `kubectl port-forward`) — with `--json` for
 // scripts. It finds (or starts) the local gateway daemon through the state file. `cancel`
 // still works when the daemon is gone: it kills from the command's exec record.
 import { randomBytes } from 'node:crypto';
@@ -47,7 +46,6 @@ const VERBS = {
   artifacts: 'artifacts NAME',
   operations: 'operations NAME',
   logs: 'logs NAME [-f|--follow] [--tail N] [--since DUR | --since-time RFC3339] [--timestamps]',
-  diff: 'diff NAME --session ID [--revision rN] [--repository DIR|postgres://…]',
   'port-forward': PORT_FORWARD_SYNOPSIS,
 } as const;
 type Verb = keyof typeof VERBS;
@@ -58,7 +56,7 @@ const USAGE = SANDBOX_HELP.usage;
 const BOOLEANS = ['json', 'no-wait', 'all-namespaces', 'isolate-network', 'immediate', 'follow', 'timestamps', 'stdin'];
 /** Raw stdin that still fits the gateway's 1 MiB request once base64-encoded (with the request around it). */
 const STDIN_LIMIT_BYTES = 700 * 1024;
-const VALUES = ['session', 'revision', 'repository', 'image', 'cpu', 'memory', 'ttl-seconds', 'allow-egress', 'credential', 'name', 'runtime', 'idle-timeout', 'timeout', 'queue-size', 'operation-timeout', 'env', 'namespace', 'state-dir', 'shell', 'workdir', 'timeout-ms', 'operation-id', 'tail', 'since', 'since-time'];
+const VALUES = ['image', 'cpu', 'memory', 'ttl-seconds', 'allow-egress', 'credential', 'name', 'runtime', 'idle-timeout', 'timeout', 'queue-size', 'operation-timeout', 'env', 'namespace', 'state-dir', 'shell', 'workdir', 'timeout-ms', 'operation-id', 'tail', 'since', 'since-time'];
 
 export interface SandboxCommandOptions {
   /** How to start the daemon when none runs (default: this program with `gateway`). */
@@ -198,17 +196,6 @@ async function listVerb(c: SandboxVerbContext): Promise<number> {
   return 0;
 }
 
-async function diffVerb(c: SandboxVerbContext): Promise<number> {
-  const { args, opts, stateDir, ns, out, need } = c;
-  const name = need(0, 'a sandbox name');
-  const sessionId = flag(args, 'session');
-  if (sessionId === undefined) throw new UsageError('diff needs --session ID (the session whose revision the sandbox is compared with)');
-  const { diffSandbox, diffText } = await import('./sandboxDiff.js');
-  const changes = await diffSandbox({ stateDir, namespace: ns, name, sessionId, revision: flag(args, 'revision'), repository: flag(args, 'repository'), gatewayCommand: opts.gatewayCommand });
-  out(diffText(changes), changes);
-  return 0;
-}
-
 async function getVerb(c: SandboxVerbContext): Promise<number> {
   const { ns, out, need, connect } = c;
   const run = await (await connect(false)).getRun(ns, need(0, 'a sandbox name'));
@@ -336,7 +323,6 @@ async function portForwardVerb(c: SandboxVerbContext): Promise<number> {
 
 /** Every verb's runner. */
 const VERB_RUNNERS: { [V in Verb]: (c: SandboxVerbContext) => Promise<number> } = {
-  diff: diffVerb,
   create: createVerb,
   list: listVerb,
   get: getVerb,

@@ -1,6 +1,6 @@
 // `sandbox-sessions session …`: the session repository from a shell — list, show, revisions,
 // checkout (materialize a revision's bundle to a file), commit (publish a bundle file and CAS it
-// onto a session, or create one), delete and gc; `--json` for scripts, `--repository` to choose
+// onto a session, or create one), delete, gc, and diff (what a local sandbox changed since a revision); `--json` for scripts, `--repository` to choose
 // a directory or a postgres:// URL (default: SANDBOX_SESSIONS_REPOSITORY, else the embedded one).
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
@@ -31,6 +31,7 @@ const SUBCOMMANDS = {
     ['commit <id> <bundle-file> --agent-id A [--activation-id X]', 'create a new session with the bundle as r1'],
   ],
   delete: [['delete <id>', 'delete a session and its revisions (its id is never reused)']],
+  diff: [['diff <id>[@rN] <sandbox> [--namespace NS] [--state-dir DIR]', "what a local sandbox's workspace changed since the revision (A/M/D and path)"]],
   activate: [['activate <id> --message "…"', 'run one activation (agent turn) in a fresh sandbox and commit it']],
   fork: [['fork <id>@<rN> [--to <new-id>]', 'fork a session at a retained revision']],
   gc: [['gc', 'delete objects no retained revision or fork references']],
@@ -41,6 +42,7 @@ const OPTIONS_AND_EXIT_CODES = `Options:
   --repository <dir|postgres://…>        default: $SANDBOX_SESSIONS_REPOSITORY, else $XDG_DATA_HOME/sandbox-sessions/repository
   --json                                 machine-readable output
   --max-bytes <n>                        checkout: refuse bundles larger than this
+  --namespace <ns>, --state-dir <dir>    diff: where the local sandbox is (default "default"; the local runtime's state)
 
 Exit codes: 0 ok, 1 failed, 2 usage error, 3 conflict (revision_conflict, session_already_exists, idempotency_conflict).
 `;
@@ -126,6 +128,8 @@ function parse(argv: string[]) {
       'agent-id': { type: 'string' },
       'activation-id': { type: 'string' },
       'max-bytes': { type: 'string' },
+      namespace: { type: 'string' },
+      'state-dir': { type: 'string' },
     },
   });
 }
@@ -180,6 +184,13 @@ async function digestFile(file: string): Promise<{ digest: string; bytes: number
 }
 
 const HANDLERS: Record<Subcommand, Handler> = {
+  async diff(repo, args, values) {
+    const [target, name] = exactly(args, ['id[@rN]', 'sandbox']) as [string, string];
+    const { diffSandbox, diffText } = await import('./sessionDiff.js');
+    const changes = await diffSandbox(repo, { ...parseTarget(target), sandbox: { name, namespace: values.namespace ?? 'default', stateDir: values['state-dir'] } });
+    return { json: changes, text: diffText(changes) };
+  },
+
   async list(repo, args) {
     exactly(args, []);
     const sessions = await repo.listSessions();

@@ -1,7 +1,7 @@
 // The CLI as a person and a script use it: `sandbox create` starts the daemon on demand,
 // `exec` returns the command's exit code, `close` drains and `artifacts --json` lists verified
-// artifacts; `diff` lists what a sandbox changed since a session revision; `doctor` names each backend and why
-// one does not work.
+// artifacts; `session diff` lists what a sandbox changed since a session revision; `doctor` names each backend
+// and why one does not work.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import fs from 'node:fs/promises';
@@ -10,6 +10,7 @@ import path from 'node:path';
 import { Writable } from 'node:stream';
 import { runDoctorCommand } from '../../../server/cli/doctor';
 import { runSandboxCommand } from '../../../server/cli/sandbox';
+import { runSessionCommand } from '../../../server/cli/session';
 import { stopGateway } from '../../../server/gateway/daemonClient';
 import { BubblewrapBackend } from '../../../server/local/bubblewrapBackend';
 import { createLogger } from '../../../server/log';
@@ -92,7 +93,7 @@ describe('CLI: sandbox and doctor', function () {
     assert.equal((await sandbox(stateDir, ['frobnicate'])).code, 2);
   });
 
-  it('diff: what a sandbox changed since a session revision, as git --name-status prints it, and as JSON', async () => {
+  it('session diff: what a sandbox changed since a session revision, as git --name-status prints it, and as JSON', async () => {
     const created = await sandbox(stateDir, ['create', '--name', 'cli-diff', '--runtime', 'process']);
     assert.equal(created.code, 0, created.err);
     assert.equal((await sandbox(stateDir, ['exec', 'cli-diff', '--shell', 'echo one > a.txt && echo two > b.txt && mkdir -p node_modules && echo x > node_modules/x.js'])).code, 0);
@@ -107,20 +108,26 @@ describe('CLI: sandbox and doctor', function () {
       await repo.close();
       await provider.dispose();
     }
-    const none = await sandbox(stateDir, ['diff', 'cli-diff', '--session', 'cli-session', '--repository', repository]);
+    const diff = async (args: string[]) => {
+      const out = sink();
+      const err = sink();
+      const code = await runSessionCommand(['diff', ...args, '--repository', repository, '--state-dir', stateDir], { stdout: out.stream, stderr: err.stream });
+      return { code, out: out.text(), err: err.text() };
+    };
+    const none = await diff(['cli-session', 'cli-diff']);
     assert.equal(none.code, 0, none.err);
     assert.equal(none.out, '0 changed, 2 unchanged since cli-session@r1 (left out, as a save leaves them out: node_modules/)\n');
     assert.equal((await sandbox(stateDir, ['exec', 'cli-diff', '--shell', 'echo ONE > a.txt && rm b.txt && echo new > c.txt'])).code, 0);
-    const changed = await sandbox(stateDir, ['diff', 'cli-diff', '--session', 'cli-session', '--revision', 'r1', '--repository', repository]);
+    const changed = await diff(['cli-session@r1', 'cli-diff']);
     assert.equal(changed.code, 0, changed.err);
     assert.equal(changed.out, 'M\ta.txt\nD\tb.txt\nA\tc.txt\n3 changed, 0 unchanged since cli-session@r1 (left out, as a save leaves them out: node_modules/)\n');
-    const json = await sandbox(stateDir, ['diff', 'cli-diff', '--session', 'cli-session', '--repository', repository, '--json']);
+    const json = await diff(['cli-session', 'cli-diff', '--json']);
     const parsed = JSON.parse(json.out) as { against: { revision: string }; changes: { path: string; status: string }[]; total: number };
     assert.deepEqual([parsed.against.revision, parsed.total, parsed.changes.map((c) => c.status)], ['r1', 3, ['modified', 'deleted', 'added']]);
-    const noSession = await sandbox(stateDir, ['diff', 'cli-diff', '--repository', repository]);
-    assert.equal(noSession.code, 2);
-    assert.match(noSession.err, /diff needs --session ID/);
-    const unknown = await sandbox(stateDir, ['diff', 'cli-diff', '--session', 'nope', '--repository', repository]);
+    const noSandbox = await diff(['cli-session']);
+    assert.equal(noSandbox.code, 2);
+    assert.match(noSandbox.err, /expected <id\[@rN\]> <sandbox>/);
+    const unknown = await diff(['nope', 'cli-diff']);
     assert.notEqual(unknown.code, 0);
     assert.match(unknown.err, /nope/);
   });

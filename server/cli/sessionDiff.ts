@@ -1,0 +1,51 @@
+// `sandbox-sessions session diff <id>[@rN] <sandbox>`: what a local sandbox changed since a session revision
+// (default: the head), as `git diff --name-status` prints it (A, M, D and the path), from the very code of the
+// companion's `sessions/compareSandbox` and the MCP tool `session_diff`.
+import fsp from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import type { WorkspaceChanges } from '../../protocol/companion/sessions';
+import { createLogger } from '../log';
+import type { SessionRepository } from '../repository/contract';
+import { SessionRepositoryError } from '../repository/errors';
+import { LocalSandboxProvider } from '../sandboxes/localProvider';
+import { RevisionIndexCache } from '../sessions/revisionIndex';
+import { compareSandboxWithRevision } from '../sessions/sandboxChanges';
+import { SandboxSessionService } from '../sessions/sandboxSessions';
+
+export interface SessionDiffInput {
+  sessionId: string;
+  revision?: string | undefined;
+  /** The local sandbox: its name, namespace and the local runtime's state directory (undefined: the default). */
+  sandbox: { name: string; namespace: string; stateDir?: string | undefined };
+}
+
+const LETTER = { added: 'A', modified: 'M', deleted: 'D' } as const;
+
+export async function diffSandbox(repository: SessionRepository, input: SessionDiffInput): Promise<WorkspaceChanges> {
+  const revision = input.revision ?? (await repository.listRevisions(input.sessionId)).find((r) => r.isHead)?.ref.revision;
+  if (revision === undefined) throw new SessionRepositoryError('session_not_found', `session ${input.sessionId} has no retained revision`);
+  const provider = new LocalSandboxProvider({ ...(input.sandbox.stateDir !== undefined ? { stateDir: input.sandbox.stateDir } : {}), log: createLogger(process.stderr, 'warn') });
+  const revisions = new RevisionIndexCache(async () => repository, await fsp.mkdtemp(path.join(os.tmpdir(), 'sandbox-sessions-diff-')));
+  try {
+    const sessions = new SandboxSessionService(async () => repository, new Map([['local', provider]]), { kind: 'file', description: '' });
+    const sandbox = { provider: 'local' as const, context: 'local', namespace: input.sandbox.namespace, name: input.sandbox.name };
+    return await compareSandboxWithRevision({ sessions, revisions }, { sandbox, sessionId: input.sessionId, revision });
+  } finally {
+    await revisions.dispose();
+    await provider.dispose();
+  }
+}
+
+/** `git diff --name-status` lines, then one line of totals (and what the policy left out). */
+export function diffText(changes: WorkspaceChanges): string {
+  const lines = changes.changes.map((c) => `${LETTER[c.status]}\t${c.path}`);
+  const more = changes.total - changes.changes.length;
+  if (more > 0) lines.push(`… and ${more} more`);
+  const excluded = changes.workspace.excludedEntries.map((e) => e.path);
+  lines.push(
+    `${changes.total} changed, ${changes.unchanged} unchanged since ${changes.against.sessionId}@${changes.against.revision}` +
+      (excluded.length > 0 ? ` (left out, as a save leaves them out: ${excluded.join(', ')})` : ''),
+  );
+  return `${lines.join('\n')}\n`;
+}
