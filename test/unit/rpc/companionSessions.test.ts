@@ -298,6 +298,15 @@ describe('companion server: bundles and sessions', function () {
         { path: 'target.txt', status: 'modified' },
       ]);
       assert.deepEqual(fs.readdirSync(os.tmpdir()).filter((n) => n.startsWith('sandbox-sessions-changes-')), [], 'the copy is gone');
+      // A link out of the workspace is refused, as a save refuses it: nothing outside is read or compared.
+      const gw3 = new GatewayClient({ endpoint: c.endpoint, token: c.token });
+      try {
+        assert.equal((await gw3.runCommand({ shell: 'ln -s /etc/hostname outside' })).exitCode, 0);
+      } finally {
+        await gw3.close();
+      }
+      await assert.rejects(compare(), /must not escape the session workspace/);
+      assert.deepEqual(fs.readdirSync(os.tmpdir()).filter((n) => n.startsWith('sandbox-sessions-changes-')), [], 'nothing left behind');
     });
 
     it('answers not_found for an unknown session', async () => {
