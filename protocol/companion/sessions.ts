@@ -205,7 +205,7 @@ export const sessionMethods = {
         workspace: {
           policyVersion: 1,
           includedEntries: 5,
-          excludedEntries: [{ path: 'node_modules', category: 'dependency_tree' }],
+          excludedEntries: [{ path: 'node_modules/', category: 'dependency_tree' }],
           excludedEntriesByCategory: { source_control: 0, dependency_tree: 1, cache: 0, log: 0, runtime_scratch: 0 },
           payloadBytes: 48,
         },
