@@ -1,7 +1,8 @@
 // `sandbox-sessions session …`: the session repository from a shell — list, show, revisions,
 // checkout (materialize a revision's bundle to a file), commit (publish a bundle file and CAS it
-// onto a session, or create one), delete, gc, and diff (what a local sandbox changed since a revision); `--json` for scripts, `--repository` to choose
-// a directory or a postgres:// URL (default: SANDBOX_SESSIONS_REPOSITORY, else the embedded one).
+// onto a session, or create one), delete, gc, and diff (what a local sandbox changed since a
+// revision); `--json` for scripts, `--repository` to choose a directory or a postgres:// URL
+// (default: SANDBOX_SESSIONS_REPOSITORY, else the embedded one).
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import fs from 'node:fs/promises';

@@ -6,9 +6,11 @@ import { shownSandboxes } from '../../sandboxes/shownSandboxes';
 import { type SessionContext, message } from './context';
 import { pickRevision } from './picks';
 
-export async function compareSandbox(ctx: SessionContext, target: SandboxTarget, against?: { sessionId: string; revision?: string }) {
+export async function compareSandbox(ctx: SessionContext, target: SandboxTarget | vscode.SourceControl, against?: { sessionId: string; revision?: string }) {
   const { companion, changes, resolveSandbox } = ctx;
-  const sandbox = await resolveSandbox(target, ['Ready'], 'Select a sandbox to compare with a revision');
+  // From a sandbox's Source Control entry (its title menu) the argument is that entry.
+  const where = target !== undefined && typeof target === 'object' && 'rootUri' in target ? target.rootUri : target;
+  const sandbox = await resolveSandbox(where, ['Ready'], 'Select a sandbox to compare with a revision');
   if (!sandbox) return undefined;
   const picked = against ?? (await pickRevision(ctx, undefined));
   if (!picked) return undefined;

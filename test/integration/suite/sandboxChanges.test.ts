@@ -68,7 +68,8 @@ describe('what a sandbox changed since a revision', () => {
     await until(() => a.changes.state(sandbox.key)?.result?.against.revision === 'r2', 'the comparison with r2');
     assert.deepEqual(a.changes.state(sandbox.key)?.result?.changes, []);
 
-    const state = await vscode.commands.executeCommand<{ result?: { changes: unknown[] } }>('sandboxSessions.compareSandboxWithRevision', sandbox.key, {
+    // As from the Source Control entry's title menu, whose argument is the entry (its rootUri names the sandbox).
+    const state = await vscode.commands.executeCommand<{ result?: { changes: unknown[] } }>('sandboxSessions.compareSandboxWithRevision', { rootUri: uri() }, {
       sessionId: 'it-changes',
       revision: 'r1',
     });
