@@ -1,5 +1,6 @@
 // Sessions in a real VS Code: save a sandbox as r1 and r2, see them in the Sessions view, open r1
-// in a new sandbox, export it as a bundle, inspect and hydrate that bundle, and refuse a secret.
+// in a new sandbox (and a kruntimes one, compared with r2 through its gateway), export it as a bundle, inspect and
+// hydrate that bundle, and refuse a secret.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -65,6 +66,12 @@ describe('sessions', () => {
     assert.equal(opened.sandbox.ref.provider, 'kruntimes');
     assert.equal(opened.sandbox.phase, 'Ready');
     assert.equal(new TextDecoder().decode(await vscode.workspace.fs.readFile(sandboxUri(opened.sandbox.key, 'README.md'))), 'second\n');
+    // What it changed since r2, read through its gateway (a cluster sandbox has no directory here).
+    const { companion } = await api();
+    const compare = () => companion.request('sessions/compareSandbox', { sandbox: opened.sandbox.ref, sessionId: 'it-demo', revision: 'r2' });
+    assert.deepEqual([(await compare()).changes, (await compare()).unchanged], [[], 1]);
+    await vscode.workspace.fs.writeFile(sandboxUri(opened.sandbox.key, 'cluster.txt'), text('made on the cluster\n'));
+    assert.deepEqual((await compare()).changes, [{ path: 'cluster.txt', status: 'added' }]);
     const closed = await vscode.commands.executeCommand<SandboxSummary | undefined>('sandboxSessions.closeSandbox', opened.sandbox.key);
     assert.equal(closed?.phase, 'Succeeded');
   });
