@@ -1,6 +1,6 @@
 // Sessions in a real VS Code: save a sandbox as r1 and r2, see them in the Sessions view, open r1
-// in a new sandbox (and r2 in a kruntimes one, then compared with r2 through its gateway), export it as a bundle, inspect and
-// hydrate that bundle, and refuse a secret.
+// in a new sandbox (and r2 in a kruntimes one, then compared with r2 through its gateway), export it
+// as a bundle, inspect and hydrate that bundle, and refuse a secret.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
