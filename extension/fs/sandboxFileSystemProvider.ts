@@ -7,6 +7,7 @@ import { CompanionRequestError } from '../companion/companionClient';
 import { closedSandboxText } from '../sandboxes/errorText';
 import type { SandboxRegistry } from '../sandboxes/registry';
 import { type FileChange, type FilesCounters, FsError, SandboxFiles } from './sandboxFiles';
+import { normalize } from './sandboxPaths';
 
 export const SANDBOX_SCHEME = 'sandbox';
 
@@ -54,6 +55,10 @@ export class SandboxFileSystemProvider implements vscode.FileSystemProvider, vsc
   private readonly files = new Map<string, SandboxFiles>();
   private pending: vscode.FileChangeEvent[] = [];
   private timer: NodeJS.Timeout | undefined;
+  /** Editors whose unsaved edits are gone without a save (Revert, or undone): see SandboxFiles.editorShows. */
+  private readonly cleanEditors = vscode.workspace.onDidChangeTextDocument(({ document: d }) => {
+    if (d.uri.scheme === SANDBOX_SCHEME && !d.isDirty) this.files.get(d.uri.authority)?.editorShows(d.uri.path, d.getText());
+  });
 
   constructor(private readonly registry: SandboxRegistry) {}
 
@@ -63,11 +68,17 @@ export class SandboxFileSystemProvider implements vscode.FileSystemProvider, vsc
     if (!f) {
       const connection = this.registry.connection(key);
       if (!connection) throw vscode.FileSystemError.Unavailable(`"${key}" is not a sandbox reference`);
-      f = new SandboxFiles(connection);
+      f = new SandboxFiles(connection, { holdsUnsavedEdits: (p) => this.holdsUnsavedEdits(key, p) });
       f.onDidChange((changes) => this.queue(key, changes));
       this.files.set(key, f);
     }
     return f;
+  }
+
+  private holdsUnsavedEdits(key: string, p: string): boolean {
+    return vscode.workspace.textDocuments.some(
+      (d) => d.isDirty && d.uri.scheme === SANDBOX_SCHEME && d.uri.authority === key && normalize(d.uri.path) === p,
+    );
   }
 
   /** The counters of a sandbox's file system, if this window has used it (a diagnostic; nothing is created). */
@@ -173,6 +184,7 @@ export class SandboxFileSystemProvider implements vscode.FileSystemProvider, vsc
   }
 
   dispose(): void {
+    this.cleanEditors.dispose();
     if (this.timer) clearTimeout(this.timer);
     this.emitter.dispose();
     this.refusals.dispose();

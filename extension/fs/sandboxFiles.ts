@@ -40,6 +40,12 @@ export interface SandboxFilesOptions {
   listingTtlMs?: number;
   /** Chunk size for reads and writes larger than one gateway call. */
   chunkBytes?: number;
+  /**
+   * True while this window holds unsaved edits of `p`. Those edits build on the version the editor read, and VS Code
+   * does not load a file again under them: a read then is another reader's (Compare with Saved, a chat's context)
+   * and must not become the version a save is checked against (saveGuard.ts), or the save would overwrite unseen.
+   */
+  holdsUnsavedEdits?: (p: string) => boolean;
 }
 
 interface Listing {
@@ -76,6 +82,9 @@ export class SandboxFiles {
   private readonly guard = new SaveGuard();
   private readonly ttl: number;
   private readonly chunkBytes: number;
+  private readonly holdsUnsavedEdits: (p: string) => boolean;
+  /** The last read of each file while the editor held unsaved edits of it (see editorShows). */
+  private readonly readUnderEdits = new Map<string, Uint8Array>();
 
   constructor(
     private readonly connection: LiveSandboxConnection,
@@ -83,6 +92,7 @@ export class SandboxFiles {
   ) {
     this.ttl = options.listingTtlMs ?? 3000;
     this.chunkBytes = options.chunkBytes ?? 512 * 1024;
+    this.holdsUnsavedEdits = options.holdsUnsavedEdits ?? (() => false);
   }
 
   onDidChange(listener: (changes: FileChange[]) => void): { dispose(): void } {
@@ -134,7 +144,8 @@ export class SandboxFiles {
       () => this.readFromGateway(p, info.size),
       (reads) => readThroughCompanion(reads, p, info.size, this.counters),
     );
-    this.guard.seen(p, data);
+    if (this.holdsUnsavedEdits(p)) this.readUnderEdits.set(p, data);
+    else this.guard.seen(p, data);
     return this.kept.keep(p, data);
   }
 
@@ -169,6 +180,7 @@ export class SandboxFiles {
     // A copy: VS Code may reuse the buffer it handed over.
     this.kept.keep(p, Uint8Array.from(data));
     this.guard.seen(p, data);
+    this.readUnderEdits.delete(p);
     this.recordWrite(p, data.byteLength, existing ? 'changed' : 'created');
   }
 
@@ -190,6 +202,18 @@ export class SandboxFiles {
       this.emit([{ type: 'changed', path: p }]);
     }
     throw new FsError('ChangedElsewhere', `${path.basename(p)} was changed in ${this.connection.label} after this window read it, so your version was not saved.`);
+  }
+
+  /**
+   * The editor of `p` has no unsaved edits now and shows `text`. When that is what a read under unsaved edits brought,
+   * the editor took it (Revert: VS Code drops the edits and reads the file, and this window may hear of the dropped
+   * edits after the read): it is the base now.
+   */
+  editorShows(p: string, text: string): void {
+    p = normalize(p);
+    const read = this.readUnderEdits.get(p);
+    this.readUnderEdits.delete(p);
+    if (read !== undefined && new TextDecoder().decode(read) === text) this.guard.seen(p, read);
   }
 
   /** The sandbox's version of a file whose save was refused (undefined: no refusal, or too large to keep). */

@@ -4,6 +4,8 @@
 // not been announced yet, would otherwise lose its bytes to the save — or to the auto save a second later. So each
 // file's base (the size and SHA-256 of what this window last read or wrote) is kept, and a save whose file no
 // longer holds its base is refused, and stays refused until the user overwrites it or the window reads it again.
+// A read while the editor holds unsaved edits of the file is not the editor's and does not move the base
+// (SandboxFiles.editorShows).
 import { createHash } from 'node:crypto';
 import { isUnder } from './sandboxPaths';
 

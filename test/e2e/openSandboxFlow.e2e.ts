@@ -135,15 +135,22 @@ describe('e2e: an OpenSandbox sandbox from open to Drain, with an interactive te
     // The diff editor: the sandbox's version on the left, the unsaved one on the right.
     await page.locator('.monaco-diff-editor .editor.original .view-lines', { hasText: theirs }).waitFor({ timeout: 30_000 });
     await page.locator('.monaco-diff-editor .editor.modified .view-lines', { hasText: 'edited in VS Code twice' }).waitFor({ timeout: 30_000 });
+    // The choice is now in the diff's title bar, as in VS Code's own conflict editor.
+    const overwrite = page.locator(`.editor-actions a.action-label[aria-label^="Overwrite the Sandbox's Version with Yours"]`);
+    await overwrite.waitFor({ timeout: 30_000 });
+    assert.ok(await page.locator(`.editor-actions a.action-label[aria-label^="Take the Sandbox's Version"]`).isVisible());
     await wb.screenshot('save-conflict-compare');
     // Meanwhile code-server's auto save (on by default in a browser) has tried again, and was refused too.
     assert.equal(await readSandboxFile('hello.txt'), `${theirs}\n`, "the other client's version is still there");
-    await wb.notificationButton(notice, 'Overwrite');
+    await overwrite.click();
     const deadline = Date.now() + 20_000;
     while (!(await readSandboxFile('hello.txt')).includes('edited in VS Code twice')) {
       if (Date.now() > deadline) throw new Error(`Overwrite never reached the sandbox: ${await readSandboxFile('hello.txt')}`);
       await page.waitForTimeout(200);
     }
+    // The diff closed, and with the save through, VS Code's "Failed to save" toast went too.
+    await page.locator('.monaco-diff-editor').waitFor({ state: 'detached', timeout: 30_000 });
+    await page.locator('.notification-toast', { hasText: /Failed to save 'hello\.txt'/ }).waitFor({ state: 'detached', timeout: 30_000 });
     await wb.runCommand('View: Close All Editors');
   });
 

@@ -129,6 +129,76 @@ describe('sandbox: file system', () => {
     assert.ok(!doc.isDirty);
   });
 
+  it("refuses the save even after another reader read the changed file while the editor had unsaved edits", async () => {
+    const exported = await api();
+    await vscode.workspace.fs.writeFile(uri('reread.txt'), text('aaaa\n'));
+    const doc = await vscode.workspace.openTextDocument(uri('reread.txt'));
+    const edit = new vscode.WorkspaceEdit();
+    edit.replace(doc.uri, new vscode.Range(0, 0, 0, 4), 'mine');
+    assert.ok(await vscode.workspace.applyEdit(edit));
+    const client = await exported.registry.connection(sandbox.key)!.client();
+    assert.equal((await client.runCommand({ shell: 'printf "bbbb\\n" > reread.txt' })).exitCode, 0);
+    // Compare with Saved, a chat's context or another extension reads the file through the file system meanwhile.
+    assert.equal(await read(uri('reread.txt')), 'bbbb\n');
+    assert.equal(await doc.save(), false, 'the editor still builds on aaaa: the save was refused');
+    assert.equal((await client.runCommand({ argv: ['cat', 'reread.txt'] })).stdout.toString('utf8'), 'bbbb\n');
+    await vscode.commands.executeCommand('sandboxSessions.takeSandboxVersion', doc.uri);
+    assert.equal(doc.getText(), 'bbbb\n');
+    await vscode.commands.executeCommand('workbench.action.closeAllEditors');
+  });
+
+  it("compares a refused save in a diff whose title bar overwrites, or takes the sandbox's version", async () => {
+    const exported = await api();
+    await vscode.workspace.fs.writeFile(uri('compared.txt'), text('aaaa\n'));
+    const doc = await vscode.workspace.openTextDocument(uri('compared.txt'));
+    const client = await exported.registry.connection(sandbox.key)!.client();
+    const inSandbox = async () => (await client.runCommand({ argv: ['cat', 'compared.txt'] })).stdout.toString('utf8');
+    const conflictTabs = () =>
+      vscode.window.tabGroups.all
+        .flatMap((g) => g.tabs)
+        .filter((t) => t.input instanceof vscode.TabInputTextDiff && t.input.original.scheme === 'sandbox-conflict');
+    /** Edits the document, lets another writer change the file at the same size, and has the save refused. */
+    const refusedSave = async (mine: string, theirs: string) => {
+      const edit = new vscode.WorkspaceEdit();
+      edit.replace(doc.uri, new vscode.Range(0, 0, 0, 4), mine);
+      assert.ok(await vscode.workspace.applyEdit(edit));
+      assert.equal((await client.runCommand({ shell: `printf "${theirs}\\n" > compared.txt` })).exitCode, 0);
+      assert.equal(await doc.save(), false, 'the save was refused');
+    };
+
+    // Compare (the notice's button): the sandbox's version on the left, the unsaved editor on the right.
+    await refusedSave('mine', 'bbbb');
+    await vscode.commands.executeCommand('sandboxSessions.compareChangedFile', doc.uri);
+    const diff = vscode.window.tabGroups.activeTabGroup.activeTab?.input;
+    assert.ok(diff instanceof vscode.TabInputTextDiff, 'the active editor is a diff');
+    assert.equal(diff.original.scheme, 'sandbox-conflict');
+    assert.equal(diff.modified.toString(), doc.uri.toString());
+    assert.equal((await vscode.workspace.openTextDocument(diff.original)).getText(), 'bbbb\n');
+    // A save while the diff is on screen is refused too (nothing is lost while the person reads).
+    assert.equal(await doc.save(), false);
+    assert.equal(await inSandbox(), 'bbbb\n');
+
+    // Take the Sandbox's Version, from the diff's title bar (VS Code passes the file): the editor has theirs, the diff
+    // closes, and the conflict is over: the next edit saves.
+    await vscode.commands.executeCommand('sandboxSessions.takeSandboxVersion', doc.uri);
+    assert.equal(doc.getText(), 'bbbb\n');
+    assert.ok(!doc.isDirty);
+    assert.deepEqual(conflictTabs(), []);
+    const edit = new vscode.WorkspaceEdit();
+    edit.replace(doc.uri, new vscode.Range(0, 0, 0, 4), 'next');
+    assert.ok(await vscode.workspace.applyEdit(edit));
+    assert.equal(await doc.save(), true);
+    assert.equal(await inSandbox(), 'next\n');
+
+    // Overwrite, from the palette (no argument: the active diff's file): the sandbox gets the editor's version.
+    await refusedSave('ours', 'cccc');
+    await vscode.commands.executeCommand('sandboxSessions.compareChangedFile', doc.uri);
+    await vscode.commands.executeCommand('sandboxSessions.overwriteChangedFile');
+    assert.equal(await inSandbox(), 'ours\n');
+    assert.ok(!doc.isDirty);
+    assert.deepEqual(conflictTabs(), []);
+  });
+
   it('is read-only while the sandbox is Finalizing (Drain), then refuses writes', async () => {
     const exported = await api();
     const other = await newLocalSandbox();

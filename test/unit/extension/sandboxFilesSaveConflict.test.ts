@@ -88,6 +88,36 @@ describe('sandbox files: a save over an unseen change', () => {
     assert.equal(await inSandbox('r.txt'), 'bbbb and mine');
   });
 
+  it("keeps the editor's version as the base while it has unsaved edits: another reader's read lets no save through", async () => {
+    const unsaved = new Set<string>();
+    const guarded = new SandboxFiles(connection, { listingTtlMs: 60_000, holdsUnsavedEdits: (p) => unsaved.has(p) });
+    await guarded.writeFile('u.txt', text('aaaa'), { create: true, overwrite: false });
+    unsaved.add('u.txt'); // the user types
+    await otherWriter('printf bbbb > u.txt');
+    // Compare with Saved, or a chat's context, reads the file meanwhile: the editor still builds on aaaa.
+    assert.equal(decode(await guarded.readFile('u.txt')), 'bbbb');
+    await assert.rejects(guarded.writeFile('u.txt', text('mine'), { create: false, overwrite: true }), changedElsewhere);
+    assert.equal(await inSandbox('u.txt'), 'bbbb');
+    // Nor does such a read end the conflict, nor the edits undone back to the editor's own version.
+    await guarded.readFile('u.txt');
+    assert.equal(decode(guarded.conflictOf('u.txt') ?? new Uint8Array()), 'bbbb');
+    guarded.editorShows('u.txt', 'aaaa');
+    assert.equal(decode(guarded.conflictOf('u.txt') ?? new Uint8Array()), 'bbbb');
+    // Revert: VS Code reads the file, and this window may hear that the edits were dropped only afterwards; the editor
+    // then shows what the read brought, which ends the conflict.
+    await guarded.readFile('u.txt');
+    unsaved.delete('u.txt');
+    guarded.editorShows('/u.txt', 'bbbb');
+    assert.equal(guarded.conflictOf('u.txt'), undefined);
+    await guarded.writeFile('u.txt', text('next'), { create: false, overwrite: true });
+    assert.equal(await inSandbox('u.txt'), 'next');
+    // A read with no unsaved edits is the base at once.
+    await otherWriter('printf nexT > u.txt');
+    await guarded.readFile('u.txt');
+    await guarded.writeFile('u.txt', text('last'), { create: false, overwrite: true });
+    assert.equal(await inSandbox('u.txt'), 'last');
+  });
+
   it("saves again and again over this window's own writes, and over a file it never read", async () => {
     await files.writeFile('a.txt', text('1'), { create: true, overwrite: false });
     await files.writeFile('a.txt', text('2'), { create: false, overwrite: true });
