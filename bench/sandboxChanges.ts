@@ -14,7 +14,7 @@ import { parseArgs } from 'node:util';
 import { RevisionIndexCache } from '../server/sessions/revisionIndex';
 import { compareSandboxWithRevision } from '../server/sessions/sandboxChanges';
 import { SandboxSessionService } from '../server/sessions/sandboxSessions';
-import { createActivationWorld } from '../test/fixtures/activation/harness';
+import { createActivationWorld, quietLogger } from '../test/fixtures/activation/harness';
 import { generateTree } from './bundle';
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
@@ -29,7 +29,7 @@ async function benchSize(label: string, files: number, bytes: number, runs: numb
   const world = await createActivationWorld();
   const revisions = new RevisionIndexCache(async () => world.repo, path.join(world.dir, 'revisions'));
   try {
-    const sessions = new SandboxSessionService(async () => world.repo, new Map([['local', world.provider]]), { kind: 'file', description: world.repoRoot });
+    const sessions = new SandboxSessionService(async () => world.repo, new Map([['local', world.provider]]), { kind: 'file', description: world.repoRoot }, quietLogger());
     const sandbox = await world.provider.create({ provider: 'local', namespace: 'default', runtime: 'process' }, { waitForReady: true });
     const root = await world.provider.hostDirectory?.(sandbox.ref);
     if (!root) throw new Error('the local sandbox has no directory here');

@@ -6,6 +6,7 @@ import { OpenSandboxCredentialBindingsSchema } from './opensandboxCredentials';
 import { ArtifactRefSchema, RunPhaseSchema, RunSchema, TerminationModeSchema } from './kruntimes/run';
 import { GatewayCapabilitiesSchema } from './kruntimes/gateway';
 import { LabelsSchema } from './kruntimes/labels';
+import { SandboxSessionRevisionSchema } from './sandboxRevision';
 
 export const ProviderKindSchema = z.enum(['local', 'kruntimes']);
 export type ProviderKind = z.infer<typeof ProviderKindSchema>;
@@ -137,6 +138,8 @@ export const SandboxSummarySchema = z.object({
   createdByAgent: z.boolean().optional(),
   /** A person granted it to agents (label `sandbox-sessions.dev/agents: granted`). */
   grantedToAgents: z.boolean().optional(),
+  /** The session revision it was opened from or last saved as, whoever did it (protocol/sandboxRevision.ts). */
+  sessionRevision: SandboxSessionRevisionSchema.optional(),
 });
 export type SandboxSummary = z.infer<typeof SandboxSummarySchema>;
 

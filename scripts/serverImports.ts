@@ -27,7 +27,7 @@ export const SERVER_IMPORT_RULES: Readonly<Record<string, readonly string[]>> = 
   sandboxes: ['bundle', 'gateway', 'local', 'log.ts', 'repository'],
   activation: ['bundle', 'log.ts', 'platform', 'repository', 'sandboxes'],
   // What a sandbox changed since a revision is read with the bundle's own scan and snapshot policy (sandboxChanges.ts).
-  sessions: ['activation', 'bundle', 'repository', 'sandboxes'],
+  sessions: ['activation', 'bundle', 'log.ts', 'repository', 'sandboxes'],
   search: ['bundle', 'sandboxes'],
   ports: ['log.ts', 'sandboxes'],
   mcp: ['companionServices.ts', 'errorMapping.ts', 'local', 'log.ts', 'sandboxes', 'search', 'sessions', 'version.ts'],

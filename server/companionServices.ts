@@ -43,7 +43,7 @@ export function createCompanionServices(log: Logger): CompanionServices {
     return repository;
   };
   const location = resolveRepositoryLocation();
-  const sessions = new SandboxSessionService(openRepository, providers, { kind: location.kind, description: describeRepositoryLocation(location) });
+  const sessions = new SandboxSessionService(openRepository, providers, { kind: location.kind, description: describeRepositoryLocation(location) }, log);
   const revisions = new RevisionIndexCache(openRepository);
   let activations: Promise<ActivationService> | undefined;
   const openActivations = () => {

@@ -1,23 +1,35 @@
-// The revision each sandbox's changes are shown against (its baseline): set when a revision is opened in a new
-// sandbox, moved on when the sandbox is saved as a revision, chosen with Compare Sandbox with Revision…. Kept in
-// the extension's global state, because the window a sandbox is opened in is often not the one that made it.
-// No VS Code API here (a Memento is all it needs), so it is unit-testable.
+// The revision each sandbox's changes are shown against (its baseline). Two sources, the later one wins:
+// - the sandbox's own mark (SandboxSummary.sessionRevision, protocol/sandboxRevision.ts): the revision it was opened
+//   from or last saved as, written by the server whoever asked — this window, another one, an agent over MCP;
+// - this user's choice: Compare Sandbox with Revision… sets one, Stop Comparing Sandbox sets "none". Opening or saving
+//   from here records a choice too, so a Run that could not be marked (a cluster role without `patch`) still has one.
+// Choices live in the extension's global state, because the window a sandbox is opened in is often not the one that
+// made it. No VS Code API here (a Memento is all it needs), so it is unit-testable.
 import { z } from 'zod';
+import type { SandboxSessionRevision } from '../../protocol/sandboxRevision';
 
 export const BASELINES_KEY = 'sandboxSessions.changeBaselines';
-/** Baselines kept at most; the oldest set goes first (a sandbox long gone has no use for one). */
+/** Choices kept at most; the oldest set goes first (a sandbox long gone has no use for one). */
 export const MAX_BASELINES = 200;
 
 const BaselineSchema = z.object({ sessionId: z.string().min(1), revision: z.string().min(1), setAt: z.number() });
-const StoredSchema = z.record(z.string(), BaselineSchema);
+const StoppedSchema = z.object({ stopped: z.literal(true), setAt: z.number() });
+const ChoiceSchema = z.union([BaselineSchema, StoppedSchema]);
+/** Entries another version stored unreadably are skipped one by one (the others stay). */
+const StoredSchema = z.record(z.string(), z.unknown());
 
+/** A revision to compare with; `setAt`: when it became the baseline (ms since the epoch). */
 export type ChangeBaseline = z.infer<typeof BaselineSchema>;
+type Choice = z.infer<typeof ChoiceSchema>;
 
 /** The part of vscode.Memento this uses. */
 export interface BaselineStore {
   get(key: string): unknown;
   update(key: string, value: unknown): Thenable<void>;
 }
+
+export const sameBaseline = (a: ChangeBaseline | undefined, b: ChangeBaseline | undefined): boolean =>
+  a?.sessionId === b?.sessionId && a?.revision === b?.revision;
 
 export class ChangeBaselines {
   private readonly listeners = new Set<(key: string) => void>();
@@ -27,41 +39,50 @@ export class ChangeBaselines {
     private readonly now: () => number = Date.now,
   ) {}
 
-  /** The baseline of a sandbox (by key), if it has one. What another version stored unreadably counts as none. */
-  get(key: string): ChangeBaseline | undefined {
-    return this.all()[key];
+  /**
+   * The baseline of a sandbox (by key): the later of this user's choice and the sandbox's mark (`mark`, from its
+   * summary); none when the later one is Stop Comparing, or when there is neither.
+   */
+  resolve(key: string, mark?: SandboxSessionRevision): ChangeBaseline | undefined {
+    const choice = this.all()[key];
+    const marked = mark && { sessionId: mark.sessionId, revision: mark.revision, setAt: Date.parse(mark.at) };
+    const later = marked && (choice === undefined || marked.setAt > choice.setAt) ? marked : choice;
+    return later === undefined || 'stopped' in later ? undefined : later;
   }
 
   async set(key: string, baseline: { sessionId: string; revision: string }): Promise<void> {
-    const all = this.all();
-    all[key] = { sessionId: baseline.sessionId, revision: baseline.revision, setAt: this.now() };
-    const kept = Object.entries(all)
-      .sort(([, a], [, b]) => b.setAt - a.setAt)
-      .slice(0, MAX_BASELINES);
-    await this.store.update(BASELINES_KEY, Object.fromEntries(kept));
-    this.fire(key);
+    await this.choose(key, { sessionId: baseline.sessionId, revision: baseline.revision, setAt: this.now() });
   }
 
-  async delete(key: string): Promise<void> {
-    const all = this.all();
-    if (!(key in all)) return;
-    delete all[key];
-    await this.store.update(BASELINES_KEY, all);
-    this.fire(key);
+  /** Stop Comparing: no baseline until the sandbox is next opened from or saved as a revision, or one is chosen. */
+  async stop(key: string): Promise<void> {
+    await this.choose(key, { stopped: true, setAt: this.now() });
   }
 
-  /** Called with the sandbox's key after its baseline was set or removed here. */
+  /** Called with the sandbox's key after its choice was set here. */
   onDidChange(listener: (key: string) => void): { dispose(): void } {
     this.listeners.add(listener);
     return { dispose: () => this.listeners.delete(listener) };
   }
 
-  private all(): Record<string, ChangeBaseline> {
-    const parsed = StoredSchema.safeParse(this.store.get(BASELINES_KEY) ?? {});
-    return parsed.success ? { ...parsed.data } : {};
+  private async choose(key: string, choice: Choice): Promise<void> {
+    const all = this.all();
+    all[key] = choice;
+    const kept = Object.entries(all)
+      .sort(([, a], [, b]) => b.setAt - a.setAt)
+      .slice(0, MAX_BASELINES);
+    await this.store.update(BASELINES_KEY, Object.fromEntries(kept));
+    for (const listener of this.listeners) listener(key);
   }
 
-  private fire(key: string): void {
-    for (const listener of this.listeners) listener(key);
+  private all(): Record<string, Choice> {
+    const stored = StoredSchema.safeParse(this.store.get(BASELINES_KEY) ?? {});
+    const out: Record<string, Choice> = {};
+    if (!stored.success) return out;
+    for (const [key, value] of Object.entries(stored.data)) {
+      const choice = ChoiceSchema.safeParse(value);
+      if (choice.success) out[key] = choice.data;
+    }
+    return out;
   }
 }

@@ -1,19 +1,20 @@
 // "What the sandbox changed" (vscode-ux-anchors §4.8): for each sandbox this window shows that has a baseline
-// revision, a Source Control entry lists the files a save on that revision would change (added, modified,
+// revision (changeBaselines.ts: the one it was opened from or saved as, by anyone, or the user's choice), a Source
+// Control entry lists the files a save on that revision would change (added, modified,
 // deleted; the companion's `sessions/compareSandbox`), a click opens the diff revision ↔ sandbox, editors get
 // VS Code's change marks in the gutter against the revision (quick diff), and the Explorer marks the files. The
 // list is compared again after the sandbox's files change (the file system's events: this window's saves, its
 // commands, other clients' changes heard from the log), paced by refreshPacer.ts.
 import * as vscode from 'vscode';
 import type { WorkspaceChange, WorkspaceChanges } from '../../protocol/companion/sessions';
-import { parseSandboxKey } from '../../protocol/sandboxes';
+import { parseSandboxKey, sandboxKey } from '../../protocol/sandboxes';
 import { type CompanionClient, CompanionRequestError } from '../companion/companionClient';
 import { revisionUri } from '../fs/revisionFileSystemProvider';
 import { SANDBOX_SCHEME, sandboxUri } from '../fs/sandboxFileSystemProvider';
 import type { SandboxRegistry } from '../sandboxes/registry';
 import { messageOf } from '../sandboxes/errorText';
 import { shownSandboxes } from '../sandboxes/shownSandboxes';
-import type { ChangeBaseline, ChangeBaselines } from './changeBaselines';
+import { type ChangeBaseline, type ChangeBaselines, sameBaseline } from './changeBaselines';
 import { RefreshPacer, type PacerOptions } from './refreshPacer';
 
 export const CHANGES_SCM_ID = 'sandboxSessions';
@@ -145,6 +146,8 @@ class ShownChanges implements vscode.Disposable {
 
 export class SandboxChangesView implements vscode.Disposable {
   private readonly shown = new Map<string, ShownChanges>();
+  /** Shown sandboxes whose summary (and so their mark) was asked of the server once. */
+  private readonly asked = new Set<string>();
   private anyShown = false;
   private readonly subscriptions: vscode.Disposable[];
   private readonly decorationChanges = new vscode.EventEmitter<vscode.Uri[]>();
@@ -211,18 +214,35 @@ export class SandboxChangesView implements vscode.Disposable {
       void vscode.commands.executeCommand('setContext', 'sandboxSessions.sandboxShown', this.anyShown);
     }
     for (const [key, shown] of this.shown) {
-      if (shownNow.has(key) && this.registry.lifecycle(key) === undefined) continue;
+      // A sandbox saved as (or opened from) another revision meanwhile, by anyone, is compared with that one now.
+      if (shownNow.has(key) && this.registry.lifecycle(key) === undefined && sameBaseline(shown.baseline, this.baseline(key))) continue;
       shown.dispose();
       this.shown.delete(key);
     }
     for (const key of shownNow) {
       if (this.shown.has(key) || this.registry.lifecycle(key) !== undefined) continue;
-      const baseline = this.baselines.get(key);
-      if (!baseline) continue;
+      const baseline = this.baseline(key);
+      if (!baseline) {
+        this.learnMark(key);
+        continue;
+      }
       const shown = new ShownChanges(key, baseline, this.companion, this.log, (k, paths) => this.decorationChanges.fire(paths.map((p) => sandboxUri(k, p))), this.pacing);
       this.shown.set(key, shown);
       void shown.pacer.now();
     }
+  }
+
+  /** The revision a sandbox's changes are shown against, if it has one (changeBaselines.ts). */
+  baseline(key: string): ChangeBaseline | undefined {
+    return this.baselines.resolve(key, this.registry.summary(key)?.sessionRevision);
+  }
+
+  /** A folder opened before the window heard of its sandbox: its summary, mark included, is fetched once. */
+  private learnMark(key: string): void {
+    const ref = parseSandboxKey(key);
+    if (this.registry.summary(key) !== undefined || this.asked.has(key) || !ref || sandboxKey(ref) !== key) return;
+    this.asked.add(key);
+    this.registry.refresh(ref).catch((err: unknown) => this.log.debug(`could not read ${key}'s summary: ${messageOf(err)}`));
   }
 
   private commands(): vscode.Disposable[] {
@@ -234,14 +254,14 @@ export class SandboxChangesView implements vscode.Disposable {
     };
     return [
       vscode.commands.registerCommand('sandboxSessions.refreshSandboxChanges', (arg?: unknown) => Promise.all(keysOf(arg).map((key) => this.refresh(key)))),
-      vscode.commands.registerCommand('sandboxSessions.stopComparingSandbox', (arg?: unknown) => Promise.all(keysOf(arg).map((key) => this.baselines.delete(key)))),
+      vscode.commands.registerCommand('sandboxSessions.stopComparingSandbox', (arg?: unknown) => Promise.all(keysOf(arg).map((key) => this.baselines.stop(key)))),
       vscode.commands.registerCommand('sandboxSessions.openSandboxChange', (key: string, rel: string, status: WorkspaceChange['status']) => this.open(key, rel, status)),
     ];
   }
 
   /** A modified file opens as a diff (revision ↔ sandbox), an added one as itself, a deleted one as it was. */
   private async open(key: string, rel: string, status: WorkspaceChange['status']): Promise<void> {
-    const baseline = this.shown.get(key)?.baseline ?? this.baselines.get(key);
+    const baseline = this.shown.get(key)?.baseline ?? this.baseline(key);
     if (!baseline) return;
     const theirs = revisionUri(baseline.sessionId, baseline.revision, `workspace/${rel}`);
     const mine = sandboxUri(key, rel);

@@ -214,6 +214,12 @@ export const ObjectMetaSchema = z.lazy(() =>
   }),
 );
 
+/** A JSON merge patch of a Run's labels and annotations (as `kubectl label` / `kubectl annotate` send): a string sets, null removes. */
+export interface RunMetadataPatch {
+  labels?: Record<string, string | null>;
+  annotations?: Record<string, string | null>;
+}
+
 export const RunSchema = z.lazy(() =>
   z.looseObject({
     apiVersion: z.literal(RUN_API_VERSION),

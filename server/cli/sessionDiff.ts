@@ -25,10 +25,11 @@ const LETTER = { added: 'A', modified: 'M', deleted: 'D' } as const;
 export async function diffSandbox(repository: SessionRepository, input: SessionDiffInput): Promise<WorkspaceChanges> {
   const revision = input.revision ?? (await repository.listRevisions(input.sessionId)).find((r) => r.isHead)?.ref.revision;
   if (revision === undefined) throw new SessionRepositoryError('session_not_found', `session ${input.sessionId} has no retained revision`);
-  const provider = new LocalSandboxProvider({ ...(input.sandbox.stateDir !== undefined ? { stateDir: input.sandbox.stateDir } : {}), log: createLogger(process.stderr, 'warn') });
+  const log = createLogger(process.stderr, 'warn');
+  const provider = new LocalSandboxProvider({ ...(input.sandbox.stateDir !== undefined ? { stateDir: input.sandbox.stateDir } : {}), log });
   const revisions = new RevisionIndexCache(async () => repository, await fsp.mkdtemp(path.join(os.tmpdir(), 'sandbox-sessions-diff-')));
   try {
-    const sessions = new SandboxSessionService(async () => repository, new Map([['local', provider]]), { kind: 'file', description: '' });
+    const sessions = new SandboxSessionService(async () => repository, new Map([['local', provider]]), { kind: 'file', description: '' }, log);
     const sandbox = { provider: 'local' as const, context: 'local', namespace: input.sandbox.namespace, name: input.sandbox.name };
     return await compareSandboxWithRevision({ sessions, revisions }, { sandbox, sessionId: input.sessionId, revision });
   } finally {

@@ -10,7 +10,7 @@ import { GatewayError } from '../../protocol/kruntimes/gatewayErrors';
 import { readText, sharedHttpTransport, type HttpRequest } from '../../protocol/kruntimes/httpTransport';
 import { newIdempotencyKey } from '../../protocol/kruntimes/sessionFrames';
 import { ndjsonLines } from '../../protocol/kruntimes/ndjsonLines';
-import { RUN_GROUP, RunSchema, type Run, type RunPhase, isTerminalPhase } from '../../protocol/kruntimes/run';
+import { RUN_GROUP, RunSchema, type Run, type RunMetadataPatch, type RunPhase, isTerminalPhase } from '../../protocol/kruntimes/run';
 import { runLogSearchParams, type RunLogQuery } from '../../protocol/kruntimes/runtimedLog';
 import { ExecRecordSchema, type ExecRecord } from '../local/execRecord';
 import { SandboxSessionsError } from '../../protocol/errors';
@@ -104,9 +104,9 @@ export class LocalGatewayClient {
   async putSecrets(values: Record<string, string | null>): Promise<void> {
     await this.send('PUT', '/local/v1/secrets', { values });
   }
-  /** A merge patch of `metadata.labels`: a string sets a label, null removes it. */
-  async patchLabels(ns: string, name: string, labels: Record<string, string | null>): Promise<Run> {
-    return RunSchema.parse(await this.send('PATCH', this.runsPath(ns, name), { metadata: { labels } }, { contentType: 'application/merge-patch+json' }));
+  /** A merge patch of `metadata.labels` and `metadata.annotations`: a string sets one, null removes it. */
+  async patchMetadata(ns: string, name: string, metadata: RunMetadataPatch): Promise<Run> {
+    return RunSchema.parse(await this.send('PATCH', this.runsPath(ns, name), { metadata }, { contentType: 'application/merge-patch+json' }));
   }
   async deleteRun(ns: string, name: string): Promise<Run> {
     return RunSchema.parse(await this.send('DELETE', this.runsPath(ns, name), undefined, { timeoutMs: 30_000 }));

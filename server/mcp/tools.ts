@@ -37,6 +37,8 @@ export function describeSandbox(s: SandboxSummary, extra: { createdByThisServer:
     isolation: isolationOf(s.ref.provider, s.runtime),
     ...(s.message ? { message: s.message } : {}),
     ...(s.leaseTimeoutSeconds !== undefined ? { leaseTimeoutSeconds: s.leaseTimeoutSeconds } : {}),
+    // Which revision a session_save's expectedRevision would build on, and what session_diff compares with.
+    ...(s.sessionRevision ? { sessionRevision: { sessionId: s.sessionRevision.sessionId, revision: s.sessionRevision.revision, how: s.sessionRevision.how } } : {}),
     ...extra,
   };
 }

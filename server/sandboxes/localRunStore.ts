@@ -2,7 +2,7 @@
 // demand, found again after it restarts), and the one reconnecting reader of its Runs watch that both
 // the provider core's waits and the provider-wide watch use. Kept apart from localProvider.ts so the
 // daemon's finding, restarting and watching is in one place.
-import type { Run, TerminationMode } from '../../protocol/kruntimes/run';
+import type { Run, RunMetadataPatch, TerminationMode } from '../../protocol/kruntimes/run';
 import { ensureGateway, type GatewayHandle } from '../gateway/daemonClient';
 import { LocalApiError, LocalGatewayClient, type LocalRunEvent } from '../gateway/localClient';
 import type { Logger } from '../log';
@@ -130,9 +130,9 @@ export class LocalRunStore implements RunStore {
     return this.call(namespace, name, (api) => api.terminate(namespace, name, mode));
   }
 
-  async patchLabels(namespace: string, name: string, labels: Record<string, string | null>): Promise<Run> {
+  async patchMetadata(namespace: string, name: string, metadata: RunMetadataPatch): Promise<Run> {
     try {
-      return await this.call(namespace, name, (api) => api.patchLabels(namespace, name, labels));
+      return await this.call(namespace, name, (api) => api.patchMetadata(namespace, name, metadata));
     } catch (err) {
       if (err instanceof LocalApiError && (err.status === 400 || err.status === 422)) throw new SandboxError('invalid_spec', err.message);
       throw err;

@@ -4,7 +4,7 @@
 // API, the Kubernetes API for kruntimes) gets them from the one provider core (runProvider.ts) over its
 // RunStore; a substrate without Run objects implements this interface itself, describing each sandbox
 // in the Run shape `get` returns, and serving its data plane through the same access API.
-import type { Run, TerminationMode } from '../../protocol/kruntimes/run';
+import type { Run, RunMetadataPatch, TerminationMode } from '../../protocol/kruntimes/run';
 import type { RunLogQuery } from '../../protocol/kruntimes/runtimedLog';
 import type {
   DownloadedArtifact,
@@ -22,6 +22,12 @@ export interface WorkOptions {
   progress?: (phase: string, message?: string) => void;
 }
 
+export interface CreateOptions extends WorkOptions {
+  waitForReady: boolean;
+  timeoutMs?: number;
+  annotations?: Record<string, string>;
+}
+
 export interface SandboxChange {
   sandbox: SandboxSummary;
   removed: boolean;
@@ -31,8 +37,11 @@ export interface SandboxProvider {
   readonly kind: ProviderKind;
   info(): Promise<ProviderInfo>;
   list(filter: { context?: string; namespace?: string }): Promise<SandboxSummary[]>;
-  /** Creates a session Run and, when `waitForReady`, waits (bounded) until it is Ready or terminal. */
-  create(spec: SandboxCreateSpec, options: WorkOptions & { waitForReady: boolean; timeoutMs?: number }): Promise<SandboxSummary>;
+  /**
+   * Creates a session Run (with `annotations` of the server's own, e.g. the session revision it is opened from) and,
+   * when `waitForReady`, waits (bounded) until it is Ready or terminal.
+   */
+  create(spec: SandboxCreateSpec, options: CreateOptions): Promise<SandboxSummary>;
   get(ref: SandboxRef): Promise<{ sandbox: SandboxSummary; run: Run }>;
   /** What the data plane needs; only for a Ready session Run whose endpoint matches its UID. */
   open(ref: SandboxRef): Promise<SandboxConnection>;
@@ -57,8 +66,11 @@ export interface SandboxProvider {
   /** Stops holding the sandbox's session lease (the sandbox keeps running); false when none was held. */
   release(ref: SandboxRef): Promise<boolean>;
   terminate(ref: SandboxRef, mode: TerminationMode, options: WorkOptions & { wait: boolean; timeoutMs?: number }): Promise<SandboxSummary>;
-  /** Sets (string) or removes (null) labels of the sandbox's Run, leaving the others; e.g. a grant to agents. */
-  patchLabels(ref: SandboxRef, labels: Record<string, string | null>): Promise<SandboxSummary>;
+  /**
+   * Sets (string) or removes (null) labels and annotations of the sandbox's Run, leaving the others; e.g. a grant to
+   * agents, the session revision it was saved as.
+   */
+  patchMetadata(ref: SandboxRef, metadata: RunMetadataPatch): Promise<SandboxSummary>;
   delete(ref: SandboxRef): Promise<void>;
   downloadArtifacts(
     ref: SandboxRef,

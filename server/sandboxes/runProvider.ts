@@ -11,6 +11,7 @@ import {
   isTerminalPhase,
   type Run,
   type RunEndpoint,
+  type RunMetadataPatch,
   RunStateError,
   RunStateMessages,
   sessionEndpoint,
@@ -18,7 +19,7 @@ import {
 } from '../../protocol/kruntimes/run';
 import { type DownloadedArtifact, type ProviderInfo, type ProviderKind, sandboxKey, type SandboxConnection, type SandboxCreateSpec, type SandboxRef, type SandboxSummary } from '../../protocol/sandboxes';
 import type { Logger } from '../log';
-import { type SandboxChange, SandboxError, type SandboxProvider, type WorkOptions } from './provider';
+import { type CreateOptions, type SandboxChange, SandboxError, type SandboxProvider, type WorkOptions } from './provider';
 import type { RunStore } from './runStore';
 import { waitForRun, waitUntilGone } from './runWait';
 import { SandboxLeases } from './sandboxLeases';
@@ -100,11 +101,11 @@ export class RunProvider implements SandboxProvider {
     return runs.filter((r) => r.spec.mode.session !== undefined).map((r) => this.summarize(place, r));
   }
 
-  async create(spec: SandboxCreateSpec, options: WorkOptions & { waitForReady: boolean; timeoutMs?: number }): Promise<SandboxSummary> {
+  async create(spec: SandboxCreateSpec, options: CreateOptions): Promise<SandboxSummary> {
     const place = this.place(spec.context);
     options.progress?.('creating', this.substrate.creatingMessage(spec, place));
     const fitted = this.substrate.fitSpec ? await this.substrate.fitSpec(spec, place) : spec;
-    const created = await place.store.create(spec.namespace, sessionRunBody(fitted));
+    const created = await place.store.create(spec.namespace, sessionRunBody(fitted, options.annotations));
     const name = created.metadata.name ?? '';
     if (!options.waitForReady) return this.summarize(place, created);
     if (this.substrate.waitProgress === 'start only') options.progress?.('starting', `waiting for ${name} to be Ready`);
@@ -165,9 +166,9 @@ export class RunProvider implements SandboxProvider {
     return this.summarize(place, done);
   }
 
-  async patchLabels(ref: SandboxRef, labels: Record<string, string | null>): Promise<SandboxSummary> {
+  async patchMetadata(ref: SandboxRef, metadata: RunMetadataPatch): Promise<SandboxSummary> {
     const place = this.place(ref.context);
-    return this.summarize(place, await place.store.patchLabels(ref.namespace, ref.name, labels));
+    return this.summarize(place, await place.store.patchMetadata(ref.namespace, ref.name, metadata));
   }
 
   async delete(ref: SandboxRef): Promise<void> {

@@ -2,7 +2,7 @@
 // create, patch termination and labels, delete and watch. It exists so the lifecycle — create, wait for Ready,
 // open, terminate, artifacts, delete — is written once over any place Runs live (the local
 // gateway's Runs API, the Kubernetes API) and adapters cannot drift in what those steps mean.
-import type { Run, TerminationMode } from '../../protocol/kruntimes/run';
+import type { Run, RunMetadataPatch, TerminationMode } from '../../protocol/kruntimes/run';
 
 export type RunStoreEventType = 'ADDED' | 'MODIFIED' | 'DELETED';
 
@@ -30,10 +30,11 @@ export interface RunStore {
   /** Requests Drain or Immediate termination (a merge patch of `spec.termination`). */
   patchTermination(namespace: string, name: string, mode: TerminationMode): Promise<Run>;
   /**
-   * A merge patch of `metadata.labels`, as `kubectl label` sends it: a string sets a label, null removes
-   * it, labels not named stay. Invalid labels are refused (SandboxError `invalid_spec`) with the store's words.
+   * A merge patch of `metadata.labels` and `metadata.annotations`, as `kubectl label` sends it: a string sets one,
+   * null removes it, those not named stay. Invalid labels are refused (SandboxError `invalid_spec`) with the store's
+   * words.
    */
-  patchLabels(namespace: string, name: string, labels: Record<string, string | null>): Promise<Run>;
+  patchMetadata(namespace: string, name: string, metadata: RunMetadataPatch): Promise<Run>;
   /** Asks the store to delete the Run (it may stay a while, e.g. behind finalizers). */
   delete(namespace: string, name: string): Promise<void>;
   /**

@@ -1,13 +1,14 @@
 // The session Run a sandbox spec asks for — the same body for the local runtime and for
 // kruntimes: `spec.runtime`, `mode.session` with its timeouts, `timeout`, `env` values and
-// `artifactInputs`, the caller's labels, and a generated `sbx-` name unless the caller chose one.
+// `artifactInputs`, the caller's labels, the server's annotations (the opensandbox backend's settings, the session
+// revision the sandbox is opened from), and a generated `sbx-` name unless the caller chose one.
 import { RUN_API_VERSION, RUN_KIND, type Run } from '../../protocol/kruntimes/run';
 import type { SandboxCreateSpec } from '../../protocol/sandboxes';
 import { openSandboxAnnotations } from './opensandbox/runSettings';
 
 export const CREATED_BY_LABEL = 'app.kubernetes.io/created-by';
 
-export function sessionRunBody(spec: SandboxCreateSpec): Run {
+export function sessionRunBody(spec: SandboxCreateSpec, annotations: Record<string, string> = {}): Run {
   const session: NonNullable<Run['spec']['mode']['session']> = {};
   if (spec.idleTimeoutSeconds !== undefined) session.idleTimeoutSeconds = spec.idleTimeoutSeconds;
   if (spec.leaseTimeoutSeconds !== undefined) session.leaseTimeoutSeconds = spec.leaseTimeoutSeconds;
@@ -21,7 +22,7 @@ export function sessionRunBody(spec: SandboxCreateSpec): Run {
       namespace: spec.namespace,
       labels: { ...spec.labels, [CREATED_BY_LABEL]: 'sandbox-sessions' },
       // The opensandbox backend's settings travel as annotations (opensandbox/runSettings.ts).
-      ...(spec.opensandbox ? { annotations: openSandboxAnnotations(spec.opensandbox) } : {}),
+      ...(spec.opensandbox || Object.keys(annotations).length > 0 ? { annotations: { ...annotations, ...(spec.opensandbox ? openSandboxAnnotations(spec.opensandbox) : {}) } } : {}),
     },
     spec: {
       runtime: spec.runtime,

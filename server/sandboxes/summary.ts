@@ -1,7 +1,9 @@
 // Turns a Run into the summary views show: phase, the reason and message of its latest
-// condition, timeouts, termination and artifacts, and whether agents created it or may use it.
+// condition, timeouts, termination and artifacts, whether agents created it or may use it, and the session
+// revision it was opened from or saved as.
 import { isCreatedByAgent, isGrantedToAgents } from '../../protocol/agentAccess';
 import type { Run } from '../../protocol/kruntimes/run';
+import { sessionRevisionOf } from '../../protocol/sandboxRevision';
 import { type ProviderKind, sandboxKey, type SandboxRef, type SandboxSummary } from '../../protocol/sandboxes';
 
 export function runRef(provider: ProviderKind, context: string, run: Run): SandboxRef {
@@ -29,5 +31,7 @@ export function summarizeRun(provider: ProviderKind, context: string, run: Run):
   if (run.status?.artifactRefs?.length) s.artifacts = run.status.artifactRefs;
   if (isCreatedByAgent(run.metadata)) s.createdByAgent = true;
   if (isGrantedToAgents(run.metadata)) s.grantedToAgents = true;
+  const revision = sessionRevisionOf(run.metadata);
+  if (revision) s.sessionRevision = revision;
   return s;
 }

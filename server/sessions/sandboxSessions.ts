@@ -1,15 +1,18 @@
 // Sessions made from sandboxes and sandboxes made from sessions: save a sandbox's workspace as a
 // revision (snapshotted in place for a local sandbox, else copied out through the gateway; snapshot
 // policy applied, packed, published, then create/commit with compare-and-set), and open any
-// retained revision in a fresh sandbox. The moving itself is the workspace mover's (sandboxes/workspaceMover.ts).
+// retained revision in a fresh sandbox. Either way the sandbox's Run records the revision (protocol/sandboxRevision.ts),
+// so every client compares it with that revision. The moving itself is the workspace mover's (sandboxes/workspaceMover.ts).
 import fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { DEFAULT_PEOPLE_LIMITS, type WorkspaceSnapshotReport } from '../../protocol/bundle';
 import { GatewayClient } from '../../protocol/kruntimes/gatewayClient';
 import type { CommittedSessionRevision, RevisionSummary, SessionSummary } from '../../protocol/repository';
-import type { ProviderKind, SandboxCreateSpec, SandboxRef, SandboxSummary } from '../../protocol/sandboxes';
+import { type ProviderKind, type SandboxCreateSpec, type SandboxRef, type SandboxSummary, sandboxKey } from '../../protocol/sandboxes';
+import { sessionRevisionAnnotation } from '../../protocol/sandboxRevision';
 import { neutralIdentity } from '../activation/stateIdentity';
+import type { Logger } from '../log';
 import { materializeSessionCheckpointV1, publishSessionCheckpointV1 } from '../repository/checkpoint';
 import type { SessionRepository } from '../repository/contract';
 import { SandboxError, type SandboxProvider, type WorkOptions } from '../sandboxes/provider';
@@ -47,6 +50,7 @@ export class SandboxSessionService {
     private readonly providers: ReadonlyMap<ProviderKind, SandboxProvider>,
     /** Where the repository is, as people may see it (no password). */
     readonly location: { kind: 'file' | 'postgres'; description: string },
+    private readonly log: Logger,
   ) {}
 
   private provider(kind: ProviderKind): SandboxProvider {
@@ -145,6 +149,7 @@ export class SandboxSessionService {
               checkpoint,
               ...(input.commitId !== undefined ? { commitId: input.commitId } : {}),
             });
+      await this.markSaved(input.sandbox, revision);
       return {
         revision,
         bundle: { digest: packed.artifact.archiveDigest, bytes: packed.artifact.compressedBytes, entryCount: packed.artifact.entryCount },
@@ -154,6 +159,17 @@ export class SandboxSessionService {
       await client.close();
       await fsp.rm(tmp, { recursive: true, force: true });
     }
+  }
+
+  /**
+   * Records on the sandbox's Run that its workspace is now this revision. The revision is committed whatever happens
+   * here: a Run that cannot be annotated (deleted meanwhile, a cluster role without `patch`) only keeps its older mark.
+   */
+  private async markSaved(ref: SandboxRef, revision: CommittedSessionRevision): Promise<void> {
+    const annotations = sessionRevisionAnnotation({ ...revision.ref, at: new Date().toISOString(), how: 'saved' });
+    await this.provider(ref.provider)
+      .patchMetadata(ref, { annotations })
+      .catch((err: unknown) => this.log.warn('the sandbox was saved, but its Run could not be marked with the revision', { sandbox: sandboxKey(ref), revision: `${revision.ref.sessionId}@${revision.ref.revision}`, error: (err as Error).message }));
   }
 
   async openInSandbox(
@@ -171,7 +187,8 @@ export class SandboxSessionService {
       const session = await checkoutSession({ objects: repository.objects, checkpoint: revision.checkpoint, sessionId: input.sessionId, limits: DEFAULT_PEOPLE_LIMITS, scratch: tmp });
       work.signal?.throwIfAborted();
       const provider = this.provider(input.sandbox.provider);
-      const sandbox = await provider.create(input.sandbox, { ...work, waitForReady: true });
+      const opened = sessionRevisionAnnotation({ ...revision.ref, at: new Date().toISOString(), how: 'opened' });
+      const sandbox = await provider.create(input.sandbox, { ...work, waitForReady: true, annotations: opened });
       const client = await this.client(sandbox.ref);
       try {
         work.progress?.('uploading', `copying the workspace into ${sandbox.ref.name}`);

@@ -52,7 +52,7 @@ export function agentHandlers(services: Services): HandlersOf<typeof agentMethod
   const provider = providerLookup(services);
   return {
     'sandboxes/grantAgents': async (params, ctx) => {
-      const sandbox = await provider(params.ref.provider).patchLabels(params.ref, agentGrantLabels(params.granted));
+      const sandbox = await provider(params.ref.provider).patchMetadata(params.ref, { labels: agentGrantLabels(params.granted) });
       ctx.log.info(params.granted ? 'sandbox granted to agents' : "agents' grant revoked", { sandbox: sandbox.key });
       return { sandbox };
     },

@@ -4,7 +4,7 @@
 // server's own (the CEL text of a 422, the RBAC text of a 403) with what to do about it.
 import { ApiException, CoreV1Api, CustomObjectsApi, type KubeConfig, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { z } from 'zod';
-import { RUN_GROUP, RUN_PLURAL, RUN_VERSION, RunSchema, type Run, type TerminationMode } from '../../../protocol/kruntimes/run';
+import { RUN_GROUP, RUN_PLURAL, RUN_VERSION, RunSchema, type Run, type RunMetadataPatch, type TerminationMode } from '../../../protocol/kruntimes/run';
 import { SandboxError } from '../provider';
 
 const RunListSchema = z.looseObject({ metadata: z.looseObject({ resourceVersion: z.string().optional() }).optional(), items: z.array(RunSchema) });
@@ -107,11 +107,11 @@ export class ClusterApi {
     return RunSchema.parse(body);
   }
 
-  /** A JSON merge patch of `metadata.labels` (null removes a label), as `kubectl label` sends it. */
-  async patchLabels(namespace: string, name: string, labels: Record<string, string | null>): Promise<Run> {
+  /** A JSON merge patch of `metadata.labels` and `metadata.annotations` (null removes one), as `kubectl label` sends it. */
+  async patchMetadata(namespace: string, name: string, metadata: RunMetadataPatch): Promise<Run> {
     const body = await this.call(`label Run ${namespace}/${name}`, () =>
       this.custom.patchNamespacedCustomObject(
-        { group: RUN_GROUP, version: RUN_VERSION, plural: RUN_PLURAL, namespace, name, body: { metadata: { labels } } },
+        { group: RUN_GROUP, version: RUN_VERSION, plural: RUN_PLURAL, namespace, name, body: { metadata } },
         setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
       ),
     );

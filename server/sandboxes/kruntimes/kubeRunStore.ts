@@ -2,7 +2,7 @@
 // existing Kubernetes calls (clusterApi.ts: every refusal a SandboxError with the API server's
 // words) and the reconnecting, 410-aware Run watch (runWatch.ts). One per context.
 import type { KubeConfig } from '@kubernetes/client-node';
-import type { Run, TerminationMode } from '../../../protocol/kruntimes/run';
+import type { Run, RunMetadataPatch, TerminationMode } from '../../../protocol/kruntimes/run';
 import type { Logger } from '../../log';
 import type { RunStore, RunStoreWatch, RunStoreWatchHandlers } from '../runStore';
 import type { ClusterApi } from './clusterApi';
@@ -33,8 +33,8 @@ export class KubeRunStore implements RunStore {
     return this.api.patchTermination(namespace, name, mode);
   }
 
-  patchLabels(namespace: string, name: string, labels: Record<string, string | null>): Promise<Run> {
-    return this.api.patchLabels(namespace, name, labels);
+  patchMetadata(namespace: string, name: string, metadata: RunMetadataPatch): Promise<Run> {
+    return this.api.patchMetadata(namespace, name, metadata);
   }
 
   delete(namespace: string, name: string): Promise<void> {

@@ -2,7 +2,8 @@
 // baseline; while the sandbox is shown, its edits (the window's own writes and a command's) are listed as a save
 // would see them, without Refresh; a change opens as a diff revision ↔ sandbox; another save empties the list;
 // Compare Sandbox with Revision… picks another baseline; a revision opened in a new sandbox is that sandbox's
-// baseline; Stop Comparing removes the entry.
+// baseline; Stop Comparing removes the entry. A sandbox another client (an agent, through the MCP server) opened
+// from a revision is compared with it with no step here, and that client's later save moves the comparison on.
 import assert from 'node:assert/strict';
 import * as vscode from 'vscode';
 import type { SandboxSummary } from '../../../protocol/sandboxes';
@@ -47,7 +48,7 @@ describe('what a sandbox changed since a revision', () => {
       { path: 'src/gone.ts', status: 'deleted' },
     ];
     await until(() => JSON.stringify(a.changes.state(sandbox.key)?.result?.changes) === JSON.stringify(expected), 'the three changes to be listed');
-    assert.deepEqual(a.changes.status(uri('README.md')), { status: 'modified', baseline: { sessionId: 'it-changes', revision: 'r1', setAt: a.changes.baselines.get(sandbox.key)?.setAt } });
+    assert.deepEqual(a.changes.status(uri('README.md')), { status: 'modified', baseline: { sessionId: 'it-changes', revision: 'r1', setAt: a.changes.baseline(sandbox.key)?.setAt } });
     assert.equal(a.changes.status(uri('src/other.ts')), undefined);
 
     await vscode.commands.executeCommand('sandboxSessions.openSandboxChange', sandbox.key, 'README.md', 'modified');
@@ -77,7 +78,7 @@ describe('what a sandbox changed since a revision', () => {
 
     await vscode.commands.executeCommand('sandboxSessions.stopComparingSandbox', sandbox.key);
     assert.equal(a.changes.compared().includes(sandbox.key), false);
-    assert.equal(a.changes.baselines.get(sandbox.key), undefined);
+    assert.equal(a.changes.baseline(sandbox.key), undefined);
   });
 
   it('names why a comparison is not possible: a secret file a save would refuse', async () => {
@@ -99,11 +100,35 @@ describe('what a sandbox changed since a revision', () => {
       { provider: 'local', runtime: 'process', open: false },
     );
     assert.deepEqual(
-      { ...a.changes.baselines.get(opened.sandbox.key), setAt: 0 },
+      { ...a.changes.baseline(opened.sandbox.key), setAt: 0 },
       { sessionId: 'it-changes', revision: 'r1', setAt: 0 },
     );
     await vscode.window.showTextDocument(vscode.Uri.from({ scheme: 'sandbox', authority: opened.sandbox.key, path: '/README.md' }));
     await until(() => a.changes.state(opened.sandbox.key)?.result !== undefined, 'the comparison of the new sandbox');
     assert.deepEqual(a.changes.state(opened.sandbox.key)?.result?.changes, []);
+  });
+
+  it('a sandbox another client opened from a revision is compared with it here, and that client’s save moves the comparison on', async () => {
+    const a = await api();
+    // As the MCP server's session_open_revision and session_save do it: the companion's own calls, no command here.
+    const { companion } = a.registry;
+    const opened = await companion.request('sessions/openInSandbox', { sessionId: 'it-changes', revision: 'r1', sandbox: { provider: 'local', runtime: 'process', namespace: 'default' } });
+    const key = opened.sandbox.key;
+    const theirs = (p: string) => vscode.Uri.from({ scheme: 'sandbox', authority: key, path: `/${p}` });
+    await vscode.window.showTextDocument(theirs('README.md'));
+    await until(() => a.changes.state(key)?.result?.against.revision === 'r1', 'the comparison with the revision it was opened from');
+    assert.deepEqual(a.changes.state(key)?.result?.changes, []);
+
+    await vscode.workspace.fs.writeFile(theirs('README.md'), text('edited by the agent\n'));
+    await until(() => a.changes.state(key)?.result?.changes.length === 1, 'the edit to be listed');
+    const saved = await companion.request('sessions/saveSandbox', { sandbox: opened.sandbox.ref, sessionId: 'it-changes', expectedRevision: 'r2' });
+    assert.equal(saved.revision.ref.revision, 'r3');
+    await until(() => a.changes.state(key)?.result?.against.revision === 'r3', 'the comparison to move on to the revision the other client saved');
+    assert.deepEqual(a.changes.state(key)?.result?.changes, []);
+
+    // Stop Comparing holds over that mark; Compare with… picks another again.
+    await vscode.commands.executeCommand('sandboxSessions.stopComparingSandbox', key);
+    assert.equal(a.changes.compared().includes(key), false);
+    assert.equal(a.changes.baseline(key), undefined);
   });
 });

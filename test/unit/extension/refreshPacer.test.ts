@@ -2,7 +2,6 @@
 // moment, never two at once, the next no sooner than a few times the last one's duration, and a refresh the user
 // asks for runs at once (after the one running) and resolves when a comparison that started after it ends.
 import assert from 'node:assert/strict';
-import { ChangeBaselines, MAX_BASELINES } from '../../../extension/changes/changeBaselines';
 import { RefreshPacer } from '../../../extension/changes/refreshPacer';
 import { FakeTimers, settle } from '../../fixtures/fakeTimers';
 
@@ -115,41 +114,5 @@ describe('extension: the refresh pacer of sandbox changes', () => {
     await timers.advance(1000);
     await settle();
     assert.equal(calls, 2);
-  });
-});
-
-describe('extension: change baselines', () => {
-  const memento = () => {
-    const values = new Map<string, unknown>();
-    return { values, get: (k: string) => values.get(k), update: async (k: string, v: unknown) => void values.set(k, v) };
-  };
-
-  it('keeps one baseline per sandbox, tells who listens, and forgets the oldest past the limit', async () => {
-    const store = memento();
-    let t = 0;
-    const baselines = new ChangeBaselines(store, () => ++t);
-    const heard: string[] = [];
-    baselines.onDidChange((key) => heard.push(key));
-    await baselines.set('a', { sessionId: 's', revision: 'r1' });
-    await baselines.set('a', { sessionId: 's', revision: 'r2' });
-    assert.deepEqual(baselines.get('a'), { sessionId: 's', revision: 'r2', setAt: 2 });
-    assert.equal(new ChangeBaselines(store).get('a')?.revision, 'r2', 'another window reads the same state');
-    await baselines.delete('a');
-    await baselines.delete('a');
-    assert.equal(baselines.get('a'), undefined);
-    assert.deepEqual(heard, ['a', 'a', 'a'], 'a delete of nothing is not a change');
-    for (let i = 0; i <= MAX_BASELINES; i++) await baselines.set(`k${i}`, { sessionId: 's', revision: 'r1' });
-    assert.equal(baselines.get('k0'), undefined, 'the oldest went');
-    assert.equal(baselines.get(`k${MAX_BASELINES}`)?.revision, 'r1');
-    assert.equal(Object.keys(store.values.get('sandboxSessions.changeBaselines') as object).length, MAX_BASELINES);
-  });
-
-  it('reads what it cannot parse as no baselines, and recovers on the next set', async () => {
-    const store = memento();
-    store.values.set('sandboxSessions.changeBaselines', { a: { sessionId: 42 } });
-    const baselines = new ChangeBaselines(store);
-    assert.equal(baselines.get('a'), undefined);
-    await baselines.set('b', { sessionId: 's', revision: 'r1' });
-    assert.equal(baselines.get('b')?.revision, 'r1');
   });
 });

@@ -100,9 +100,10 @@ describe('CLI: sandbox and doctor', function () {
     // r1 of a session, saved as the companion's Save Sandbox as Revision saves it.
     const repository = path.join(stateDir, 'repository');
     const repo = await openSessionRepository({ location: repository });
-    const provider = new LocalSandboxProvider({ stateDir, gatewayCommand: GATEWAY, log: createLogger(new Writable({ write: (_c, _e, done) => done() }), 'error') });
+    const log = createLogger(new Writable({ write: (_c, _e, done) => done() }), 'error');
+    const provider = new LocalSandboxProvider({ stateDir, gatewayCommand: GATEWAY, log });
     try {
-      const sessions = new SandboxSessionService(async () => repo, new Map([['local', provider]]), { kind: 'file', description: repository });
+      const sessions = new SandboxSessionService(async () => repo, new Map([['local', provider]]), { kind: 'file', description: repository }, log);
       await sessions.saveSandbox({ sandbox: { provider: 'local', context: 'local', namespace: 'default', name: 'cli-diff' }, sessionId: 'cli-session' });
     } finally {
       await repo.close();

@@ -10,6 +10,7 @@ import { AGENTS_GRANTED, AGENTS_LABEL, agentGrantLabels, CREATOR_AGENT, CREATOR_
 import { GatewayClient } from '../../../protocol/kruntimes/gatewayClient';
 import { GatewayError } from '../../../protocol/kruntimes/gatewayErrors';
 import { type ArtifactRef, RunStateError, TERMINATION_MONOTONIC_MESSAGE } from '../../../protocol/kruntimes/run';
+import { SESSION_REVISION_ANNOTATION, sessionRevisionAnnotation } from '../../../protocol/sandboxRevision';
 import type { SandboxConnection, SandboxCreateSpec, SandboxRef } from '../../../protocol/sandboxes';
 import type { KruntimesSandboxProvider } from '../../../server/sandboxes/kruntimes/kruntimesProvider';
 import { SandboxError } from '../../../server/sandboxes/provider';
@@ -137,21 +138,35 @@ forEachClusterEra('kruntimes provider: session Run lifecycle', function (era) {
   it('Grant to Agents is a merge patch of metadata.labels: others kept, a revoke removes it, an invalid label refused with the API server\'s words', async () => {
     const sandbox = await provider.create(spec({ labels: { [CREATOR_LABEL]: CREATOR_AGENT } }), { waitForReady: false });
     assert.equal(sandbox.createdByAgent, true, 'the creator label survived admission');
-    const granted = await provider.patchLabels(sandbox.ref, agentGrantLabels(true));
+    const granted = await provider.patchMetadata(sandbox.ref, { labels: agentGrantLabels(true) });
     assert.deepEqual([granted.createdByAgent, granted.grantedToAgents], [true, true]);
     const { run } = await provider.get(sandbox.ref);
     assert.equal(run.metadata.labels?.[AGENTS_LABEL], AGENTS_GRANTED);
     assert.equal(run.metadata.labels?.['app.kubernetes.io/created-by'], 'sandbox-sessions', 'the other labels are kept');
     assert.equal((await provider.list({ context: target.context, namespace: target.namespace })).find((s) => s.key === sandbox.key)?.grantedToAgents, true);
-    const revoked = await provider.patchLabels(sandbox.ref, agentGrantLabels(false));
+    const revoked = await provider.patchMetadata(sandbox.ref, { labels: agentGrantLabels(false) });
     assert.equal(revoked.grantedToAgents, undefined);
     assert.equal((await provider.get(sandbox.ref)).run.metadata.labels?.[AGENTS_LABEL], undefined);
-    await assert.rejects(provider.patchLabels(sandbox.ref, { [AGENTS_LABEL]: 'not allowed!' }), (e: unknown) => {
+    await assert.rejects(provider.patchMetadata(sandbox.ref, { labels: { [AGENTS_LABEL]: 'not allowed!' } }), (e: unknown) => {
       assert.ok(e instanceof SandboxError);
       assert.equal(e.code, 'invalid_spec');
       assert.match(e.message, /metadata\.labels: Invalid value: "not allowed!"/);
       return true;
     });
+    await provider.delete(sandbox.ref);
+  });
+
+  it('the session revision a sandbox was opened from rides on its Run as an annotation; a save moves it and keeps the labels', async () => {
+    const opened = sessionRevisionAnnotation({ sessionId: 'demo', revision: 'r1', at: '2026-12-03T10:00:00.000Z', how: 'opened' });
+    const sandbox = await provider.create(spec({ labels: { [CREATOR_LABEL]: CREATOR_AGENT } }), { waitForReady: false, annotations: opened });
+    assert.deepEqual(sandbox.sessionRevision, { sessionId: 'demo', revision: 'r1', at: '2026-12-03T10:00:00.000Z', how: 'opened' });
+    const saved = await provider.patchMetadata(sandbox.ref, { annotations: sessionRevisionAnnotation({ sessionId: 'demo', revision: 'r2', at: '2026-12-03T11:00:00.000Z', how: 'saved' }) });
+    assert.deepEqual([saved.sessionRevision?.revision, saved.sessionRevision?.how, saved.createdByAgent], ['r2', 'saved', true]);
+    const listed = (await provider.list({ context: target.context, namespace: target.namespace })).find((s) => s.key === sandbox.key);
+    assert.equal(listed?.sessionRevision?.revision, 'r2', 'a list reads it too');
+    // What a person wrote by hand (kubectl annotate) that is not ours to read is no revision at all.
+    const edited = await provider.patchMetadata(sandbox.ref, { annotations: { [SESSION_REVISION_ANNOTATION]: 'r3' } });
+    assert.equal(edited.sessionRevision, undefined);
     await provider.delete(sandbox.ref);
   });
 

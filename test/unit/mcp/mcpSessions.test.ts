@@ -53,6 +53,9 @@ describe('mcp server: session tools and sandbox:// resources (SDK client over st
     ok(await call('sandbox_write_file', { sandbox, path: 'src/app.txt', contents: 'version two\n' }));
     const r2 = ok<{ revision: string }>(await call('session_save', { sandbox, sessionId: 'mcp-demo', expectedRevision: 'r1' }));
     assert.equal(r2.revision, 'r2');
+    // The sandbox now says it is r2, to this agent (the next save's expectedRevision) and to VS Code alike.
+    const listed = ok<{ sandboxes: { sandbox: string; sessionRevision?: unknown }[] }>(await call('sandbox_list', {}));
+    assert.deepEqual(listed.sandboxes.find((s) => s.sandbox === sandbox)?.sessionRevision, { sessionId: 'mcp-demo', revision: 'r2', how: 'saved' });
     assert.match(toolError(await call('session_save', { sandbox, sessionId: 'mcp-demo', expectedRevision: 'r1' })), /^conflict: .*revision_conflict/);
   });
 
@@ -78,6 +81,7 @@ describe('mcp server: session tools and sandbox:// resources (SDK client over st
     );
     assert.notEqual(opened.sandbox, sandbox);
     assert.deepEqual([opened.revision, opened.createdByThisServer, opened.phase], ['r1', true, 'Ready']);
+    assert.deepEqual((opened as { sessionRevision?: unknown }).sessionRevision, { sessionId: 'mcp-demo', revision: 'r1', how: 'opened' });
     const file = ok<{ contents: string }>(await call('sandbox_read_file', { sandbox: opened.sandbox, path: 'src/app.txt' }));
     assert.equal(file.contents, 'version one\n');
     assert.match(toolError(await call('session_open_revision', { sessionId: 'mcp-demo', revision: 'r7', runtime: 'process' })), /^not_found: /);

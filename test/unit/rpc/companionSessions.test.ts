@@ -155,10 +155,18 @@ describe('companion server: bundles and sessions', function () {
       });
       assert.equal(r1.revision.ref.revision, 'r1');
       assert.deepEqual(r1.workspace.excludedEntries.map((e) => e.path), ['.git/', 'node_modules/'], 'the exclusions are listed');
+      // The sandbox's Run says which revision it is now, for every client (VS Code's comparison, the MCP server).
+      const markOf = async () => (await request<{ sandbox: SandboxSummary }>('sandboxes/get', { ref: sandbox.ref })).sandbox.sessionRevision;
+      const afterR1 = await markOf();
+      assert.deepEqual([afterR1?.sessionId, afterR1?.revision, afterR1?.how], ['demo', 'r1', 'saved']);
       await client.writeFile('README.md', Buffer.from('second\n'));
       const r2 = await request<{ revision: { ref: { revision: string } } }>('sessions/saveSandbox', { sandbox: sandbox.ref, sessionId: 'demo', expectedRevision: 'r1' });
       assert.equal(r2.revision.ref.revision, 'r2');
+      const afterR2 = await markOf();
+      assert.deepEqual([afterR2?.revision, afterR2?.how], ['r2', 'saved']);
+      assert.ok(Date.parse(afterR2?.at ?? '') >= Date.parse(afterR1?.at ?? ''));
       await rejectsWith(request('sessions/saveSandbox', { sandbox: sandbox.ref, sessionId: 'demo', expectedRevision: 'r1' }), 'conflict', 'revision_conflict');
+      assert.equal((await markOf())?.revision, 'r2', 'a refused save leaves the mark alone');
       const { sessions, repository } = await request<{ sessions: { sessionId: string; head: { revision: string } }[]; repository: { kind: string; location: string } }>(
         'sessions/list',
         {},
@@ -209,6 +217,7 @@ describe('companion server: bundles and sessions', function () {
       });
       assert.equal(opened.revision.revision, 'r1');
       assert.notEqual(opened.sandbox.key, sandbox.key);
+      assert.deepEqual([opened.sandbox.sessionRevision?.sessionId, opened.sandbox.sessionRevision?.revision, opened.sandbox.sessionRevision?.how], ['demo', 'r1', 'opened']);
       const c = await request<SandboxConnection>('sandboxes/open', { ref: opened.sandbox.ref });
       const fresh = new GatewayClient({ endpoint: c.endpoint, token: c.token });
       try {

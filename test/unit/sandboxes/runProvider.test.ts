@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { PassThrough } from 'node:stream';
 import { AGENTS_GRANTED, AGENTS_LABEL, agentGrantLabels, CREATOR_AGENT, CREATOR_LABEL } from '../../../protocol/agentAccess';
-import { RUN_API_VERSION, RUN_KIND, type Run, type RunPhase, type TerminationMode } from '../../../protocol/kruntimes/run';
+import { RUN_API_VERSION, RUN_KIND, type Run, type RunMetadataPatch, type RunPhase, type TerminationMode } from '../../../protocol/kruntimes/run';
 import type { SandboxCreateSpec, SandboxRef } from '../../../protocol/sandboxes';
 import { createLogger } from '../../../server/log';
 import { SandboxError } from '../../../server/sandboxes/provider';
@@ -46,15 +46,17 @@ class MemoryRunStore implements RunStore {
     this.emit('MODIFIED', run);
     return structuredClone(run);
   }
-  async patchLabels(_namespace: string, name: string, labels: Record<string, string | null>): Promise<Run> {
+  async patchMetadata(_namespace: string, name: string, patch: RunMetadataPatch): Promise<Run> {
     const run = this.runs.get(name);
     if (!run) throw new SandboxError('sandbox_not_found', `no sandbox ${name}`);
-    const next = { ...run.metadata.labels };
-    for (const [k, v] of Object.entries(labels)) {
-      if (v === null) delete next[k];
-      else next[k] = v;
+    for (const field of ['labels', 'annotations'] as const) {
+      const next: Record<string, string> = { ...run.metadata[field] };
+      for (const [k, v] of Object.entries(patch[field] ?? {})) {
+        if (v === null) delete next[k];
+        else next[k] = v;
+      }
+      if (patch[field] !== undefined) run.metadata[field] = next;
     }
-    run.metadata.labels = next;
     this.emit('MODIFIED', run);
     return structuredClone(run);
   }
@@ -183,20 +185,20 @@ describe('provider core: one lifecycle over a Run store', () => {
     assert.deepEqual(fetched, [['b.txt']]);
   });
 
-  it('a create carries the caller\'s labels; patchLabels grants and revokes agents\' use, keeping the other labels, and summaries say so', async () => {
+  it('a create carries the caller\'s labels; patchMetadata grants and revokes agents\' use, keeping the other labels, and summaries say so', async () => {
     const created = await provider.create({ ...spec, labels: { [CREATOR_LABEL]: CREATOR_AGENT } }, { waitForReady: false });
     assert.equal(created.createdByAgent, true);
     assert.equal(created.grantedToAgents, undefined);
-    const granted = await provider.patchLabels(ref, agentGrantLabels(true));
+    const granted = await provider.patchMetadata(ref, { labels: agentGrantLabels(true) });
     assert.deepEqual([granted.createdByAgent, granted.grantedToAgents], [true, true]);
     assert.deepEqual(body(store).metadata.labels, { [CREATOR_LABEL]: CREATOR_AGENT, 'app.kubernetes.io/created-by': 'sandbox-sessions', [AGENTS_LABEL]: AGENTS_GRANTED });
     const listed = await provider.list({});
     assert.equal(listed[0]?.grantedToAgents, true, 'a list reads the grant too');
-    const revoked = await provider.patchLabels(ref, agentGrantLabels(false));
+    const revoked = await provider.patchMetadata(ref, { labels: agentGrantLabels(false) });
     assert.equal(revoked.grantedToAgents, undefined);
     assert.equal(body(store).metadata.labels?.[AGENTS_LABEL], undefined);
     assert.equal(body(store).metadata.labels?.[CREATOR_LABEL], CREATOR_AGENT);
-    await assert.rejects(provider.patchLabels({ ...ref, name: 'sbx-9' }, agentGrantLabels(true)), (e: unknown) => e instanceof SandboxError && e.code === 'sandbox_not_found');
+    await assert.rejects(provider.patchMetadata({ ...ref, name: 'sbx-9' }, { labels: agentGrantLabels(true) }), (e: unknown) => e instanceof SandboxError && e.code === 'sandbox_not_found');
   });
 });
 
