@@ -57,7 +57,7 @@ export class SandboxFileSystemProvider implements vscode.FileSystemProvider, vsc
   private timer: NodeJS.Timeout | undefined;
   /** Editors whose unsaved edits are gone without a save (Revert, or undone): see SandboxFiles.editorShows. */
   private readonly cleanEditors = vscode.workspace.onDidChangeTextDocument(({ document: d }) => {
-    if (d.uri.scheme === SANDBOX_SCHEME && !d.isDirty) this.files.get(d.uri.authority)?.editorShows(d.uri.path, d.getText());
+    if (d.uri.scheme === SANDBOX_SCHEME && !d.isDirty) this.files.get(d.uri.authority)?.editorShows(d.uri.path, () => d.getText());
   });
 
   constructor(private readonly registry: SandboxRegistry) {}

@@ -209,11 +209,12 @@ export class SandboxFiles {
    * the editor took it (Revert: VS Code drops the edits and reads the file, and this window may hear of the dropped
    * edits after the read): it is the base now.
    */
-  editorShows(p: string, text: string): void {
+  editorShows(p: string, text: () => string): void {
     p = normalize(p);
     const read = this.readUnderEdits.get(p);
+    if (read === undefined) return; // the common case (a reload, a save): the text is not even asked for
     this.readUnderEdits.delete(p);
-    if (read !== undefined && new TextDecoder().decode(read) === text) this.guard.seen(p, read);
+    if (new TextDecoder().decode(read) === text()) this.guard.seen(p, read);
   }
 
   /** The sandbox's version of a file whose save was refused (undefined: no refusal, or too large to keep). */

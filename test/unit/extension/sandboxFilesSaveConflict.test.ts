@@ -101,13 +101,15 @@ describe('sandbox files: a save over an unseen change', () => {
     // Nor does such a read end the conflict, nor the edits undone back to the editor's own version.
     await guarded.readFile('u.txt');
     assert.equal(decode(guarded.conflictOf('u.txt') ?? new Uint8Array()), 'bbbb');
-    guarded.editorShows('u.txt', 'aaaa');
+    guarded.editorShows('u.txt', () => 'aaaa');
     assert.equal(decode(guarded.conflictOf('u.txt') ?? new Uint8Array()), 'bbbb');
+    // With no such read pending, the editor's text is not even asked for (a reload or save of a large file copies nothing).
+    guarded.editorShows('u.txt', () => assert.fail('the text was asked for'));
     // Revert: VS Code reads the file, and this window may hear that the edits were dropped only afterwards; the editor
     // then shows what the read brought, which ends the conflict.
     await guarded.readFile('u.txt');
     unsaved.delete('u.txt');
-    guarded.editorShows('/u.txt', 'bbbb');
+    guarded.editorShows('/u.txt', () => 'bbbb');
     assert.equal(guarded.conflictOf('u.txt'), undefined);
     await guarded.writeFile('u.txt', text('next'), { create: false, overwrite: true });
     assert.equal(await inSandbox('u.txt'), 'next');
