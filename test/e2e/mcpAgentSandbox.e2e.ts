@@ -3,7 +3,8 @@
 // code-server window) creates a sandbox and writes a file; the same sandbox, opened in code-server
 // (the packaged extension, headless Chromium), shows the file, and its Sandbox terminal runs a
 // command whose file the agent then reads; what the agent changes next shows up live in the open editor and
-// the Explorer. The Sandboxes view marks the agent's sandbox, and a
+// the Explorer; once it saves the sandbox as a session revision, Source Control lists what it changed since. The
+// Sandboxes view marks the agent's sandbox, and a
 // person's sandbox granted with Grant to Agents from its context menu becomes usable by the agent,
 // which was refused it before. Screenshots in test/e2e/screenshots/mcp-agent-*.png.
 import assert from 'node:assert/strict';
@@ -49,13 +50,15 @@ describe('e2e: an agent (MCP) and a person in the same sandbox', function () {
     work = fs.mkdtempSync(path.join(os.tmpdir(), 'sandbox-sessions-e2e-mcp-'));
     stateDir = path.join(work, 'state');
     vsix = packageExtension(); // also builds dist/server.js, which the agent's MCP server runs
+    fs.mkdirSync(path.join(work, 'home')); // the window's HOME (startCodeServer's workDir layout)
 
-    // The agent's MCP server, as an MCP client configuration starts it (docs/mcp.md): node dist/server.js mcp.
+    // The agent's MCP server, as an MCP client configuration starts it (docs/mcp.md): node dist/server.js mcp — as the
+    // same user as the window (code-server's HOME, so one session repository), not this test process's user.
     const transport = new StdioClientTransport({
       command: process.execPath,
       args: [path.join(REPO_ROOT, 'dist/server.js'), 'mcp'],
       cwd: work,
-      env: { ...(process.env as Record<string, string>), SANDBOX_SESSIONS_STATE_DIR: stateDir },
+      env: { ...(process.env as Record<string, string>), HOME: path.join(work, 'home'), SANDBOX_SESSIONS_STATE_DIR: stateDir },
       stderr: 'pipe',
     });
     transport.stderr?.on('data', (d: Buffer) => (agentLog += d.toString()));
@@ -119,6 +122,19 @@ describe('e2e: an agent (MCP) and a person in the same sandbox', function () {
     await page.locator('.editor-instance .view-lines', { hasText: 'updated live by the agent' }).waitFor({ timeout: 10_000 });
     await wb.explorerItem('agent-live.txt').waitFor({ timeout: 10_000 });
     await wb.screenshot('agent-changes-live');
+
+    // The agent saves its work as a session revision, then goes on: the person's Source Control lists what it changed
+    // since that save, with nothing to do in this window (the sandbox's Run says which revision it was saved as).
+    const saved = ok<{ revision: string }>(await call('session_save', { sandbox: sandbox.sandbox, sessionId: 'agent-work' }));
+    assert.equal(saved.revision, 'r1');
+    ok(await call('sandbox_write_file', { sandbox: sandbox.sandbox, path: 'after-save.md', contents: 'written after the save\n' }));
+    await page.locator('.activitybar [aria-label^="Source Control"]').first().click();
+    const scm = page.locator('.scm-view');
+    await scm.locator('.monaco-list-row', { hasText: 'Changes since agent-work@r1' }).waitFor({ timeout: 60_000 });
+    await scm.locator('.monaco-list-row', { hasText: 'after-save.md' }).waitFor({ timeout: 30_000 });
+    assert.equal(await scm.locator('.monaco-list-row', { hasText: 'agent-notes.md' }).count(), 0, 'what the save kept is not a change');
+    await wb.screenshot('agent-save-changes');
+    await page.locator('.activitybar [aria-label^="Explorer"]').first().click();
   });
 
   it("the Sandboxes view marks the agent's sandbox, and Grant to Agents from a person's sandbox menu lets the agent in", async () => {
