@@ -4,6 +4,8 @@
 // directories; reads re-verify size and digest every time — unless this store has hashed the very same inode
 // since it last changed (same device, inode, size, mtime and ctime, which every write and every chmod/utimes/link
 // moves): an activation's commit and the next checkout then do not hash the bundle it has just published again.
+// The 256 shard directories are made (and made durable) when the repository is opened, so a publish does not wait
+// for a new directory to reach the disk before its object can (it still makes one that is missing).
 // A handed-over file with a trusted digest (objectStore.ts WrittenFile) that is still the very inode its writer left
 // is moved in without being read at all; any other file is hashed while it is moved or copied in.
 import { randomUUID } from 'node:crypto';
@@ -274,6 +276,35 @@ export class FileObjectStore implements ImmutableObjectStore {
       throw new SessionRepositoryError('integrity_mismatch', `object ${ref.objectRef} has ${st.size} bytes on disk, expected ${ref.bytes}`);
     }
     return handle;
+  }
+
+  /**
+   * Makes the shard directories that are missing, with one fsync for them all; a store this process cannot write
+   * (read-only) is left as it is. Called when the repository is opened.
+   */
+  async prepareShards(): Promise<void> {
+    try {
+      let made = false;
+      const present = new Set(
+        await fs.readdir(this.objectsDir).catch(async (err: unknown) => {
+          if (errnoCode(err) !== 'ENOENT') throw err;
+          await fs.mkdir(this.objectsDir, { mode: 0o700 });
+          await fsyncDir(this.root);
+          return [];
+        }),
+      );
+      for (let i = 0; i < 256; i++) {
+        const shard = i.toString(16).padStart(2, '0');
+        if (present.has(shard)) continue;
+        await fs.mkdir(path.join(this.objectsDir, shard), { mode: 0o700 }).catch((err: unknown) => {
+          if (errnoCode(err) !== 'EEXIST') throw err;
+        });
+        made = true;
+      }
+      if (made) await fsyncDir(this.objectsDir);
+    } catch {
+      // Read-only or otherwise unwritable here: publishes (if any) make their shard as they need it.
+    }
   }
 
   private async ensureShardDir(dir: string): Promise<void> {

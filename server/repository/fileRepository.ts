@@ -47,6 +47,7 @@ export async function openFileSessionRepository(options: FileRepositoryOptions):
   const storage = new FileStorage(root, options.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS);
   // Fail closed at open, too: a corrupt state document is reported before any operation.
   await storage.load();
+  await storage.objects.prepareShards();
   return new RepositoryEngine(storage, policy);
 }
 

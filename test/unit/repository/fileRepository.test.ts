@@ -218,6 +218,21 @@ describe('file repository', function () {
     assert.equal((fs.statSync(stateFile()).mode & 0o777).toString(8), '600');
     assert.equal((fs.statSync(storageRoot).mode & 0o777).toString(8), '700');
   });
+
+  it("opening makes the 256 object shards (0700) up front; a publish into a shard removed since makes it again", async () => {
+    const objects = path.join(storageRoot, 'objects');
+    const shards = fs.readdirSync(objects).filter((n) => /^[0-9a-f]{2}$/.test(n));
+    assert.equal(shards.length, 256);
+    assert.ok(shards.every((n) => (fs.statSync(path.join(objects, n)).mode & 0o777) === 0o700));
+    // Someone removed the (empty) shards; the store still publishes, verifies and reads.
+    for (const n of shards) if (fs.readdirSync(path.join(objects, n)).length === 0) fs.rmdirSync(path.join(objects, n));
+    const next = await publishBundle(repo.objects, scratch, 'after-removal');
+    assert.equal((await repo.commit({ sessionId: 's', expectedRevision: 'r1', checkpoint: next })).ref.revision, 'r2');
+    await repo.objects.assertReadable(next.value.compatibilityBundle);
+    // And the next open makes the missing ones again.
+    await openFileSessionRepository({ storageRoot });
+    assert.equal(fs.readdirSync(objects).filter((n) => /^[0-9a-f]{2}$/.test(n)).length, 256);
+  });
 });
 
 describe('repository location', () => {
