@@ -136,6 +136,12 @@ function agentMark(s: SandboxSummary): string | undefined {
   return parts.length ? parts.join(', ') : undefined;
 }
 
+/** The session revision the sandbox was opened from or last saved as, and when: `demo@r3, saved 12:04 (5 min ago)`. */
+export function revisionText(s: SandboxSummary): string | undefined {
+  const r = s.sessionRevision;
+  return r && `${r.sessionId}@${r.revision}, ${r.how} ${formatTimeAndAge(r.at)}`;
+}
+
 export function sandboxTooltip(s: SandboxSummary): vscode.MarkdownString {
   const md = new vscode.MarkdownString(undefined, true);
   md.appendMarkdown(`**${s.ref.name}** — ${s.phase ?? 'Pending'}\n\n`);
@@ -150,6 +156,7 @@ export function sandboxTooltip(s: SandboxSummary): vscode.MarkdownString {
     ['Created', s.createdAt ? formatTimeAndAge(s.createdAt) : undefined],
     ['Artifacts', s.artifacts?.length ? s.artifacts.map((a) => a.name).join(', ') : undefined],
     ['Agents', agentText(s)],
+    ['Session', revisionText(s)],
   ];
   for (const [k, v] of rows) if (v) md.appendMarkdown(`${k}: ${v.replace(/[\\`*_{}[\]()#+\-.!|]/g, '\\$&')}  \n`);
   return md;

@@ -28,6 +28,10 @@ describe('Sandboxes view', () => {
       assert.equal(item.command !== undefined, phase === 'Ready', `${phase}: click opens only when Ready`);
     }
     assert.ok(icons.size >= 7, `distinct phase icons: ${[...icons].join(', ')}`);
+    // The session revision it was opened from or saved as, by whichever client, is in its tooltip.
+    const saved = tree.getTreeItem({ kind: 'sandbox', sandbox: { ...base, phase: 'Ready', sessionRevision: { sessionId: 'demo', revision: 'r3', at: new Date().toISOString(), how: 'saved' } } });
+    assert.match((saved.tooltip as vscode.MarkdownString).value, /Session: demo@r3, saved /);
+    assert.doesNotMatch((tree.getTreeItem({ kind: 'sandbox', sandbox: { ...base, phase: 'Ready' } }).tooltip as vscode.MarkdownString).value, /Session:/);
   });
 
   it('lists a new sandbox under Local → default', async () => {
