@@ -1,6 +1,7 @@
 // A person's session flow in a real VS Code (code-server, the packaged extension) in headless
 // Chromium: save a sandbox as a session revision → edit and save r2 → fork r1 → run an
-// activation (the deterministic test agent stands in for `maka activate`) → compare the sandbox's
+// activation (the deterministic test agent stands in for `maka activate`) → a save from r2 asks first, the head being
+// the activation's r3 → compare the sandbox's
 // file with r1 in a diff editor → see what the sandbox changed since the last save in Source Control → fork r1
 // again and open the fork in a new sandbox from the fork's notice. Screenshots of every step land in
 // test/e2e/screenshots/.
@@ -17,6 +18,7 @@ import { packageExtension, REPO_ROOT } from '../../scripts/packageExtension';
 import { type CodeServer, startCodeServer } from '../../scripts/vscodeHost';
 import { launchWorkbench, type Workbench } from './workbench';
 import { readGatewayFile } from './gatewayFiles';
+import { openFileSessionRepository } from '../../server/repository/fileRepository';
 
 describe('e2e: save → fork → activate → compare', function () {
   this.timeout(180_000);
@@ -128,6 +130,25 @@ describe('e2e: save → fork → activate → compare', function () {
     await typeInInput('hello from the e2e test');
     await wb.waitForNotification(/Activation committed as e2e-session@r3 \(completed\)/, 90_000);
     await wb.screenshot('activated');
+  });
+
+  it("asks before saving on top of a revision committed since the sandbox's own (the activation's r3); Cancel saves nothing", async () => {
+    await wb.runCommand('Sandbox Sessions: Save Sandbox as Session Revision');
+    // The sandbox was saved as r2; the activation committed r3 since: the pick says so.
+    await page.locator('.quick-input-list .monaco-list-row', { hasText: 'this sandbox is from r2; the head moved on to r3' }).waitFor({ timeout: 30_000 });
+    await wb.pick('e2e-session');
+    const dialog = page.locator('.monaco-dialog-box');
+    await dialog.waitFor({ timeout: 30_000 });
+    assert.match(await dialog.innerText(), /e2e-session moved on to r3 since e2e-work's r2\. Saving on top of r3 replaces what r3 changed/);
+    await wb.screenshot('save-behind-head');
+    await dialog.getByRole('button', { name: 'Cancel' }).click();
+    await dialog.waitFor({ state: 'hidden', timeout: 10_000 });
+    const repository = await openFileSessionRepository({ storageRoot: path.join(work, 'repository') });
+    try {
+      assert.deepEqual((await repository.listRevisions('e2e-session')).map((r) => r.ref.revision), ['r3', 'r2', 'r1'], 'nothing was saved');
+    } finally {
+      await repository.close();
+    }
   });
 
   it('compares the sandbox file with r1 in a diff editor', async () => {
