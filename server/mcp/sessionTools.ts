@@ -44,7 +44,9 @@ function registerSessionSave(server: McpServer, context: McpToolContext): void {
       inputSchema: {
         sandbox: z.string().min(1).max(1100).describe('The sandbox key, as sandbox_create and sandbox_list return it'),
         sessionId: sessionIdArg,
-        expectedRevision: revisionArg.optional().describe('The head this save builds on; absent creates the session'),
+        expectedRevision: revisionArg
+          .optional()
+          .describe("The revision this save builds on — the sandbox's sessionRevision in sandbox_list when it is from this session; absent creates the session"),
         commitId: IdentifierSchema.optional().describe('An idempotency key: a retry with the same one returns the same revision'),
       },
       annotations: { title: 'Save a sandbox as a session revision', readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
