@@ -44,7 +44,7 @@ export class ChangeBaselines {
    * summary); none when the later one is Stop Comparing, or when there is neither.
    */
   resolve(key: string, mark?: SandboxSessionRevision): ChangeBaseline | undefined {
-    const choice = this.all()[key];
+    const choice = this.choiceOf(key);
     const marked = mark && { sessionId: mark.sessionId, revision: mark.revision, setAt: Date.parse(mark.at) };
     const later = marked && (choice === undefined || marked.setAt > choice.setAt) ? marked : choice;
     return later === undefined || 'stopped' in later ? undefined : later;
@@ -73,6 +73,13 @@ export class ChangeBaselines {
       .slice(0, MAX_BASELINES);
     await this.store.update(BASELINES_KEY, Object.fromEntries(kept));
     for (const listener of this.listeners) listener(key);
+  }
+
+  /** One sandbox's choice (asked on every change of any sandbox shown: only its own entry is parsed). */
+  private choiceOf(key: string): Choice | undefined {
+    const stored = StoredSchema.safeParse(this.store.get(BASELINES_KEY) ?? {});
+    const choice = stored.success ? ChoiceSchema.safeParse(stored.data[key]) : undefined;
+    return choice?.success ? choice.data : undefined;
   }
 
   private all(): Record<string, Choice> {

@@ -14,6 +14,8 @@ export function sessionRunBody(spec: SandboxCreateSpec, annotations: Record<stri
   if (spec.leaseTimeoutSeconds !== undefined) session.leaseTimeoutSeconds = spec.leaseTimeoutSeconds;
   if (spec.queueSize !== undefined) session.queueSize = spec.queueSize;
   if (spec.operationTimeout !== undefined) session.operationTimeout = spec.operationTimeout;
+  // The opensandbox backend's settings travel as annotations too (opensandbox/runSettings.ts).
+  const allAnnotations = { ...annotations, ...(spec.opensandbox ? openSandboxAnnotations(spec.opensandbox) : {}) };
   return {
     apiVersion: RUN_API_VERSION,
     kind: RUN_KIND,
@@ -21,8 +23,7 @@ export function sessionRunBody(spec: SandboxCreateSpec, annotations: Record<stri
       ...(spec.name ? { name: spec.name } : { generateName: 'sbx-' }),
       namespace: spec.namespace,
       labels: { ...spec.labels, [CREATED_BY_LABEL]: 'sandbox-sessions' },
-      // The opensandbox backend's settings travel as annotations (opensandbox/runSettings.ts).
-      ...(spec.opensandbox || Object.keys(annotations).length > 0 ? { annotations: { ...annotations, ...(spec.opensandbox ? openSandboxAnnotations(spec.opensandbox) : {}) } } : {}),
+      ...(Object.keys(allAnnotations).length > 0 ? { annotations: allAnnotations } : {}),
     },
     spec: {
       runtime: spec.runtime,
