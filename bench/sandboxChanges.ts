@@ -5,12 +5,19 @@
 // is of runs after the first, whose time includes decompressing the revision's bundle once (printed apart). The
 // Source Control view paces its comparisons by their duration (extension/changes/refreshPacer.ts), so this is
 // also how stale its list can be.
+// Through the gateway (how a kruntimes or OpenSandbox sandbox is compared: the same sandbox with its directory not
+// offered), the comparison lists the tree and hashes its files in the sandbox; its baseline is what the comparison
+// did before, and a save still does: copying the workspace out file by file through the gateway (`downloadTree`).
 // Real parts: the local gateway daemon (process backend), the file repository, real processes.
 // Run: npx tsx bench/sandboxChanges.ts [--runs N] [--only 1mb|100mb]
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { GatewayClient } from '../protocol/kruntimes/gatewayClient';
+import type { SandboxProvider } from '../server/sandboxes/provider';
+import { downloadTree } from '../server/sandboxes/transfer';
+import { skipExcluded } from '../server/sandboxes/workspaceMover';
 import { RevisionIndexCache } from '../server/sessions/revisionIndex';
 import { compareSandboxWithRevision } from '../server/sessions/sandboxChanges';
 import { SandboxSessionService } from '../server/sessions/sandboxSessions';
@@ -43,6 +50,12 @@ async function benchSize(label: string, files: number, bytes: number, runs: numb
     const saves: number[] = [];
     const compares: number[] = [];
     const changed = execFileSync('find', [root, '-type', 'f'], { encoding: 'utf8' }).split('\n')[0] ?? '';
+    const gatewayOnly = Object.create(world.provider, { hostDirectory: { value: undefined } }) as SandboxProvider;
+    const remote = new SandboxSessionService(async () => world.repo, new Map([['local', gatewayOnly]]), { kind: 'file', description: world.repoRoot }, quietLogger());
+    const connection = await world.provider.open(sandbox.ref);
+    const client = new GatewayClient({ endpoint: connection.endpoint, token: connection.token });
+    const copies: number[] = [];
+    const remoteCompares: number[] = [];
     for (let i = 0; i < runs; i++) {
       baseline.push((await timed(async () => execFileSync('sh', ['-c', `tar -cf - -C ${root} . | zstd -3 -q -o /dev/null -f`])))[0]);
       fs.appendFileSync(changed, `run ${i}\n`);
@@ -50,11 +63,23 @@ async function benchSize(label: string, files: number, bytes: number, runs: numb
       if (result.total !== 1) throw new Error(`expected one change, got ${JSON.stringify(result.changes)}`);
       compares.push(compare);
       saves.push((await timed(() => sessions.saveSandbox({ sandbox: sandbox.ref, sessionId: `${sessionId}-save-${i}` })))[0]);
+      const copy = path.join(world.dir, `copy-${i}`);
+      copies.push((await timed(() => downloadTree(client, '', copy, { skip: skipExcluded([]) })))[0]);
+      fs.rmSync(copy, { recursive: true });
+      const [viaGateway, remoteResult] = await timed(() => compareSandboxWithRevision({ sessions: remote, revisions }, { sandbox: sandbox.ref, sessionId, revision: 'r1' }));
+      if (remoteResult.total !== 1) throw new Error(`expected one change through the gateway, got ${JSON.stringify(remoteResult.changes)}`);
+      remoteCompares.push(viaGateway);
     }
+    await client.close();
     const [b, s, c] = [median(baseline), median(saves), median(compares.slice(1))];
     console.log(
       `${label}: ${files} files, ${(written / 1e6).toFixed(1)} MB — compare ${c.toFixed(0)} ms = ${(c / b).toFixed(2)}× tar|zstd (${b.toFixed(0)} ms), ` +
         `${(c / s).toFixed(2)}× a save (${s.toFixed(0)} ms); first (with the revision's index) ${compares[0]?.toFixed(0)} ms, then ${compares.slice(1).map((x) => x.toFixed(0)).join(', ')} ms`,
+    );
+    const [d, r] = [median(copies), median(remoteCompares)];
+    console.log(
+      `${label} through the gateway: compare ${r.toFixed(0)} ms = ${(r / d).toFixed(2)}× copying the workspace out (${d.toFixed(0)} ms), ` +
+        `${(r / b).toFixed(2)}× tar|zstd; runs ${remoteCompares.map((x) => x.toFixed(0)).join(', ')} ms`,
     );
   } finally {
     await revisions.dispose();

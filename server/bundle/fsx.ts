@@ -14,7 +14,7 @@ export interface Fingerprint {
   ctimeNs: bigint;
 }
 
-export function fingerprintOf(st: BigIntStats): Fingerprint {
+export function fingerprintOf(st: Pick<BigIntStats, keyof Fingerprint | 'mtimeNs' | 'ctimeNs'>): Fingerprint {
   return { dev: st.dev, ino: st.ino, nlink: st.nlink, size: st.size, mtimeNs: st.mtimeNs, ctimeNs: st.ctimeNs };
 }
 

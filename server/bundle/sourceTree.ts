@@ -36,6 +36,24 @@ export interface ScanState {
  */
 export type ScanFilter = (segments: readonly string[], isDirectory: boolean, size: number) => boolean;
 
+/** What the scan asks of an entry (an lstat with bigint fields). */
+export type ScanStats = Pick<BigIntStats, 'isDirectory' | 'isFile' | 'isSymbolicLink' | 'dev' | 'ino' | 'nlink' | 'size' | 'mode' | 'mtimeNs' | 'ctimeNs'>;
+
+/**
+ * What a scan reads a tree through: this machine's file system (`hostTree`), or a tree listed elsewhere — a remote
+ * sandbox's workspace, outlined from its gateway listing (sessions/workspaceOutline.ts) — which is then admitted by
+ * exactly the same rules.
+ */
+export interface TreeReader {
+  lstat(path: string): ScanStats;
+  readdir(path: string): Buffer[];
+}
+
+export const hostTree: TreeReader = {
+  lstat: (p) => lstatSync(p, { bigint: true }),
+  readdir: (p) => readdirSync(p, { encoding: 'buffer' }),
+};
+
 function admitPath(archivePath: string, limits: SessionBundleLimits): void {
   validateArchivePath(archivePath);
   checkQuota(limits, 'maxPathBytes', utf8Length(archivePath), 'pack');
@@ -54,7 +72,7 @@ const YIELD_EVERY = 256;
 type Pending = { dir: string; archive: string };
 
 /** Admit one directory child after lstat: a directory (queued for walking) or a single-link regular file. */
-function admitChild(name: string, sourcePath: string, st: BigIntStats, parent: Pending, limits: SessionBundleLimits, state: ScanState, pending: Pending[]): SourceEntry {
+function admitChild(name: string, sourcePath: string, st: ScanStats, parent: Pending, limits: SessionBundleLimits, state: ScanState, pending: Pending[]): SourceEntry {
   if (st.isDirectory()) {
     const archivePath = `${parent.archive}${name}/`;
     admitPath(archivePath, limits);
@@ -96,8 +114,9 @@ export async function scanRoot(
   state: ScanState,
   onEntry?: (entry: SourceEntry) => void,
   filter?: ScanFilter,
+  tree: TreeReader = hostTree,
 ): Promise<void> {
-  const rootStat = lstatSync(rootPath, { bigint: true });
+  const rootStat = tree.lstat(rootPath);
   if (!rootStat.isDirectory()) {
     throw new SessionBundleError('unsupported_entry', `unsupported entry: the ${archiveRoot} source root is not a real directory`);
   }
@@ -110,7 +129,7 @@ export async function scanRoot(
   let calls = 0;
   while (pending.length > 0) {
     const parent = pending.pop() as Pending;
-    for (const raw of readdirSync(parent.dir, { encoding: 'buffer' })) {
+    for (const raw of tree.readdir(parent.dir)) {
       let name: string;
       try {
         name = fatalUtf8.decode(raw);
@@ -118,7 +137,7 @@ export async function scanRoot(
         throw new SessionBundleError('unsafe_path', `unsafe archive path: a file name under ${parent.archive} is not valid UTF-8`);
       }
       const sourcePath = join(parent.dir, name);
-      const st = lstatSync(sourcePath, { bigint: true });
+      const st = tree.lstat(sourcePath);
       if (++calls % YIELD_EVERY === 0) await new Promise<void>((resolve) => setImmediate(resolve));
       if (filter !== undefined) {
         const segments = [...parent.archive.slice(archiveRoot.length).split('/').filter((s) => s !== ''), name];

@@ -37,7 +37,9 @@ const VERBS = {
     [${CREDENTIAL_FLAG_SYNOPSIS}]...
     (the daemon needs OPEN_SANDBOX_DOMAIN and OPEN_SANDBOX_API_KEY, or the extension's settings)
     ${CREDENTIAL_FLAG_HELP.replace(/\n/g, '\n    ')}`,
-  list: 'list [--all-namespaces]',
+  list: `list [--all-namespaces]
+    tab-separated: NAMESPACE/NAME, runtime, phase, message, and the session revision
+    the sandbox was opened from or saved as (demo@r3)`,
   get: 'get NAME',
   exec: 'exec NAME [--shell CMD | -- ARGV...] [--stdin] [--workdir DIR] [--timeout-ms N] [--isolate-network] [--operation-id ID]',
   cancel: 'cancel NAME OPERATION_ID',
@@ -191,8 +193,16 @@ async function listVerb(c: SandboxVerbContext): Promise<number> {
   const { args, io, json, ns, out, connect } = c;
   const client = await connect(false);
   const runs = await client.listRuns(bool(args, 'all-namespaces') ? undefined : ns);
-  if (json) out('', runs.map(runSummary));
-  else for (const r of runs) writeLine(io.stdout, `${r.metadata.namespace}/${r.metadata.name}\t${r.spec.runtime}\t${r.status?.phase ?? 'Pending'}\t${r.status?.message ?? ''}`);
+  const { sessionRevisionOf } = await import('../../protocol/sandboxRevision.js');
+  if (json) out('', runs.map((r) => ({ ...runSummary(r), sessionRevision: sessionRevisionOf(r.metadata) })));
+  else {
+    for (const r of runs) {
+      // The last column: the session revision the sandbox was opened from or saved as (`demo@r3`), if any.
+      const mark = sessionRevisionOf(r.metadata);
+      const session = mark === undefined ? '' : `${mark.sessionId}@${mark.revision}`;
+      writeLine(io.stdout, `${r.metadata.namespace}/${r.metadata.name}\t${r.spec.runtime}\t${r.status?.phase ?? 'Pending'}\t${r.status?.message ?? ''}\t${session}`);
+    }
+  }
   return 0;
 }
 

@@ -43,7 +43,7 @@ const TRANSFER_CONCURRENCY = 8;
  * Runs `work` on every item with at most `limit` at once. After the first failure no new item starts; the ones
  * running settle, then the first failure is thrown.
  */
-async function forEachConcurrently<T>(items: readonly T[], limit: number, work: (item: T) => Promise<void>, signal?: AbortSignal): Promise<void> {
+export async function forEachConcurrently<T>(items: readonly T[], limit: number, work: (item: T) => Promise<void>, signal?: AbortSignal): Promise<void> {
   let next = 0;
   let failure: { error: unknown } | undefined;
   const lane = async (): Promise<void> => {
@@ -190,6 +190,95 @@ async function uploadLarge(client: GatewayClient, file: string, remote: string, 
   }
 }
 
+/** What a listing through the gateway found: directories parents first, files with their listed sizes. */
+export interface RemoteTree {
+  directories: string[];
+  files: { rel: string; size: number }[];
+}
+
+/**
+ * Lists the sandbox's `remoteDir` through the gateway (reads only, a level at a time, several calls in flight),
+ * without what `skip` leaves out (a skipped directory is not entered). Paths are relative to `remoteDir`.
+ */
+export async function listTree(
+  client: GatewayClient,
+  remoteDir: string,
+  options: { signal?: AbortSignal | undefined; skip?: ((relPath: string, isDirectory: boolean) => boolean) | undefined } = {},
+): Promise<RemoteTree> {
+  const { signal } = options;
+  const tree: RemoteTree = { directories: [], files: [] };
+  let level = [''];
+  while (level.length > 0) {
+    const below: string[] = [];
+    await forEachConcurrently(
+      level,
+      TRANSFER_CONCURRENCY,
+      async (rel) => {
+        for await (const e of client.list(join(remoteDir, rel), signal ? { signal } : {})) {
+          if (e.path === '' || e.path === '.' || e.path === '..' || e.path.includes('/')) {
+            throw new TransferError('unsafe_path', `the sandbox listed an unsafe name ${JSON.stringify(e.path)}`);
+          }
+          const childRel = rel === '' ? e.path : `${rel}/${e.path}`;
+          if (options.skip?.(childRel, e.directory === true)) continue;
+          if (e.directory) below.push(childRel);
+          else tree.files.push({ rel: childRel, size: e.sizeBytes ?? 0 });
+        }
+      },
+      signal,
+    );
+    tree.directories.push(...below);
+    level = below;
+  }
+  return tree;
+}
+
+/**
+ * The executable regular files and the symbolic links under the sandbox's `remoteDir` (paths relative to it), from
+ * one command: the gateway's listing has no modes and no link flags (spec §2.8). Links are not followed.
+ */
+export async function fileFlagsIn(client: GatewayClient, remoteDir: string, signal?: AbortSignal): Promise<{ executables: Set<string>; links: Set<string> }> {
+  // An empty record (two NULs in a row, or one first) separates the two lists: find never prints an empty path.
+  const script = 'cd -- "$1" && find . -type f -perm -u+x -print0 && printf "\\0" && find . -type l -print0';
+  const out = await runChecked(client, ['sh', '-c', script, 'sh', remoteDir === '' ? '.' : remoteDir], 'listing executable files and links', signal);
+  const records = out.toString('utf8').split('\0');
+  const boundary = records.indexOf('');
+  const relOf = (raw: string): string | undefined => (raw.startsWith('./') && !raw.slice(2).split('/').includes('..') ? raw.slice(2) : undefined);
+  const setOf = (raws: string[]) => new Set(raws.map(relOf).filter((r): r is string => r !== undefined));
+  return { executables: setOf(records.slice(0, boundary)), links: setOf(records.slice(boundary + 1).filter(Boolean)) };
+}
+
+/** Copies the sandbox's file `remote`, listed with `size` bytes, to `target` (which must not exist). */
+async function fetchListedFile(client: GatewayClient, remote: string, target: string, size: number, ranged: () => Promise<boolean>, signal?: AbortSignal): Promise<void> {
+  const first = await client.read(remote, { maxBytes: GatewayLimits.maxReadBytes }, { signal });
+  if (!first.truncated) await fsp.writeFile(target, first.contents, { flag: 'wx', mode: 0o644 });
+  else await downloadLarge(client, remote, target, size, await ranged(), signal);
+}
+
+/** Copies the listed files `files` of the sandbox's `remoteDir` under `localDir` (their directories must exist). */
+export async function downloadListed(
+  client: GatewayClient,
+  remoteDir: string,
+  localDir: string,
+  files: readonly { rel: string; size: number }[],
+  options: TransferOptions = {},
+): Promise<void> {
+  const { signal } = options;
+  const total = files.reduce((n, f) => n + f.size, 0);
+  let done = 0;
+  let rangedReads: Promise<boolean> | undefined;
+  const ranged = (): Promise<boolean> => (rangedReads ??= client.status({ signal }).then((s) => s.capabilities?.rangedReads === true));
+  await forEachConcurrently(
+    files,
+    TRANSFER_CONCURRENCY,
+    async (f) => {
+      await fetchListedFile(client, join(remoteDir, f.rel), path.join(localDir, f.rel), f.size, ranged, signal);
+      done += f.size;
+      options.progress?.(done, total);
+    },
+    signal,
+  );
+}
+
 /** Copies the sandbox's `remoteDir` into `localDir` (which must not exist yet). */
 export async function downloadTree(
   client: GatewayClient,
@@ -199,70 +288,15 @@ export async function downloadTree(
 ): Promise<TransferResult> {
   await fsp.mkdir(localDir, { recursive: false, mode: 0o700 });
   const { signal } = options;
-  const files: { rel: string; size: number }[] = [];
-  let directories = 0;
-  // First the listing (reads only, a level at a time), so progress knows the total.
-  let level = [''];
-  while (level.length > 0) {
-    const below: string[] = [];
-    await forEachConcurrently(
-      level,
-      TRANSFER_CONCURRENCY,
-      async (rel) => {
-        for await (const e of client.list(join(remoteDir, rel), { signal })) {
-          if (e.path === '' || e.path === '.' || e.path === '..' || e.path.includes('/')) {
-            throw new TransferError('unsafe_path', `the sandbox listed an unsafe name ${JSON.stringify(e.path)}`);
-          }
-          const childRel = rel === '' ? e.path : `${rel}/${e.path}`;
-          if (options.skip?.(childRel, e.directory === true)) continue;
-          if (e.directory) {
-            directories += 1;
-            await fsp.mkdir(path.join(localDir, childRel), { mode: 0o755 });
-            below.push(childRel);
-          } else {
-            files.push({ rel: childRel, size: e.sizeBytes ?? 0 });
-          }
-        }
-      },
-      signal,
-    );
-    level = below;
-  }
-  const total = files.reduce((n, f) => n + f.size, 0);
-  let done = 0;
-  let rangedReads: Promise<boolean> | undefined;
-  const ranged = (): Promise<boolean> => (rangedReads ??= client.status({ signal }).then((s) => s.capabilities?.rangedReads === true));
-  await forEachConcurrently(
-    files,
-    TRANSFER_CONCURRENCY,
-    async (f) => {
-      const remote = join(remoteDir, f.rel);
-      const target = path.join(localDir, f.rel);
-      const first = await client.read(remote, { maxBytes: GatewayLimits.maxReadBytes }, { signal });
-      if (!first.truncated) {
-        await fsp.writeFile(target, first.contents, { flag: 'wx', mode: 0o644 });
-      } else {
-        await downloadLarge(client, remote, target, f.size, await ranged(), signal);
-      }
-      done += f.size;
-      options.progress?.(done, total);
-    },
-    signal,
-  );
-  // Executable bits: one listing of the executable files.
-  const listing = await runChecked(
-    client,
-    ['find', remoteDir === '' ? '.' : remoteDir, '-type', 'f', '-perm', '-u+x', '-print0'],
-    'listing executable files',
-    signal,
-  );
-  for (const raw of listing.toString('utf8').split('\0').filter(Boolean)) {
-    const rel = posix.relative(remoteDir === '' ? '.' : remoteDir, raw);
+  // First the listing, so progress knows the total.
+  const tree = await listTree(client, remoteDir, options);
+  for (const dir of tree.directories) await fsp.mkdir(path.join(localDir, dir), { mode: 0o755 });
+  await downloadListed(client, remoteDir, localDir, tree.files, options);
+  for (const rel of (await fileFlagsIn(client, remoteDir, signal)).executables) {
     const target = path.join(localDir, rel);
-    if (rel.startsWith('..') || !target.startsWith(localDir + path.sep)) continue;
-    await fsp.chmod(target, 0o755).catch(() => undefined);
+    if (target.startsWith(localDir + path.sep)) await fsp.chmod(target, 0o755).catch(() => undefined);
   }
-  return { files: files.length, directories, bytes: total };
+  return { files: tree.files.length, directories: tree.directories.length, bytes: tree.files.reduce((n, f) => n + f.size, 0) };
 }
 
 async function downloadLarge(client: GatewayClient, remote: string, target: string, size: number, ranged: boolean, signal?: AbortSignal): Promise<void> {

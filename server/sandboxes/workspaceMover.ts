@@ -333,16 +333,16 @@ function packRoots(
 }
 
 /**
- * Copies a sandbox's workspace (its root) out through the gateway into `into` (which must not exist), without what
- * the snapshot policy excludes, which is listed instead: a tree of plain files to read, as a capture would read it.
+ * A listing's `skip` for a workspace: true for what the snapshot policy excludes (not worth the transfer), which is
+ * pushed onto `skipped` as the snapshot would report it.
  */
-export async function copyWorkspaceOut(
-  client: GatewayClient,
-  into: string,
-  options: MoveOptions,
-): Promise<{ workspaceRoot: string; skipped: WorkspaceSnapshotReport['excludedEntries'] }> {
-  const { workspaceRoot, skipped } = await copyOut(client, { kind: 'workspace' }, into, into, options);
-  return { workspaceRoot, skipped };
+export function skipExcluded(skipped: WorkspaceSnapshotReport['excludedEntries']): (rel: string, isDirectory: boolean) => boolean {
+  return (rel, isDirectory) => {
+    const verdict = classifyWorkspacePath(rel.split('/'), isDirectory);
+    if (verdict.verdict !== 'exclude') return false;
+    skipped.push({ path: isDirectory ? `${rel}/` : rel, category: verdict.category });
+    return true;
+  };
 }
 
 /** Copies the session out through the gateway into `into` (which must not exist). */
@@ -355,12 +355,7 @@ async function copyOut(
 ): Promise<{ stateRoot: string; workspaceRoot: string; skipped: WorkspaceSnapshotReport['excludedEntries'] }> {
   await fsp.mkdir(into, { mode: 0o700 });
   const skipped: WorkspaceSnapshotReport['excludedEntries'] = [];
-  const skip = (rel: string, isDirectory: boolean): boolean => {
-    const verdict = classifyWorkspacePath(rel.split('/'), isDirectory);
-    if (verdict.verdict !== 'exclude') return false;
-    skipped.push({ path: isDirectory ? `${rel}/` : rel, category: verdict.category });
-    return true;
-  };
+  const skip = skipExcluded(skipped);
   const workspaceRoot = path.join(into, 'workspace');
   if (placement.kind === 'workspace') {
     await downloadTree(client, '', workspaceRoot, { ...signalOf(options), skip });

@@ -2,6 +2,7 @@
 // (verified against its committed digest), decompressed once into a cached tar file, and its
 // USTAR headers indexed; listings and reads are then served from the index and that file.
 // Revisions are immutable, so an index is valid forever; the cache keeps the most recent few.
+import { createHash } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
 import fsp from 'node:fs/promises';
 import os from 'node:os';
@@ -32,6 +33,8 @@ export interface RevisionIndex {
   files: Map<string, IndexedFile>;
   /** Directory path ('' = root) → its children, in archive (byte) order. */
   children: Map<string, RevisionEntry[]>;
+  /** SHA-256 (hex) of files asked for by `fileDigest`, kept as long as the index: a revision never changes. */
+  digests: Map<string, string>;
 }
 
 export class RevisionBrowseError extends SandboxSessionsError<'object_not_found' | 'integrity_mismatch'> {
@@ -89,7 +92,7 @@ export class RevisionIndexCache {
     } finally {
       await fsp.rm(bundle, { force: true });
     }
-    return { digest, tarPath, ...(await scanTar(tarPath)) };
+    return { digest, tarPath, ...(await scanTar(tarPath)), digests: new Map() };
   }
 
   async list(sessionId: string, revision: string, dir: string): Promise<RevisionEntry[]> {
@@ -119,6 +122,21 @@ export class RevisionIndexCache {
     this.indexes.clear();
     await fsp.rm(this.cacheDir, { recursive: true, force: true });
   }
+}
+
+/** The SHA-256 (lowercase hex) of the revision's file `archivePath` (a key of `index.files`), read once from its tar. */
+export async function fileDigest(index: RevisionIndex, archivePath: string): Promise<string> {
+  const known = index.digests.get(archivePath);
+  if (known !== undefined) return known;
+  const entry = index.files.get(archivePath);
+  if (!entry) throw new RevisionBrowseError('object_not_found', `the revision has no file ${JSON.stringify(archivePath)}`);
+  const hash = createHash('sha256');
+  if (entry.size > 0) {
+    for await (const chunk of createReadStream(index.tarPath, { start: entry.offset, end: entry.offset + entry.size - 1, highWaterMark: 256 * 1024 })) hash.update(chunk as Buffer);
+  }
+  const digest = hash.digest('hex');
+  index.digests.set(archivePath, digest);
+  return digest;
 }
 
 function trim(p: string): string {

@@ -1,9 +1,10 @@
 // What a sandbox changed since a revision: the sandbox's workspace is read as Save Sandbox as Revision reads it —
-// a local sandbox's directory in place, any other copied out through the gateway, the V1 snapshot policy deciding
+// a local sandbox's directory in place, any other listed through the gateway, the V1 snapshot policy deciding
 // what counts (.git, node_modules, caches and logs left out and listed; a secret file refuses, as it refuses a
 // save) — and each file is compared with the revision's `workspace/`: by size and executable bit, then byte for
-// byte against the revision's indexed tar. Nothing is packed or committed. So the list is exactly what a save on
-// that revision would change, at the cost of reading the workspace once.
+// byte against the revision's indexed tar (a remote file by its SHA-256, computed in the sandbox: see
+// workspaceOutline.ts). Nothing is packed or committed. So the list is exactly what a save on that revision would
+// change, at the cost of reading the workspace once.
 import fsp, { type FileHandle } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -13,11 +14,11 @@ import type { SandboxRef } from '../../protocol/sandboxes';
 import { SessionBundleError } from '../bundle/errors';
 import { secretRefused } from '../bundle/snapshot';
 import { classifyWorkspacePath } from '../bundle/snapshotPolicy';
-import { scanRoot, type ScanState, type SourceEntry } from '../bundle/sourceTree';
+import { scanRoot, type ScanState, type SourceEntry, type TreeReader } from '../bundle/sourceTree';
 import type { WorkOptions } from '../sandboxes/provider';
-import { copyWorkspaceOut } from '../sandboxes/workspaceMover';
-import type { IndexedFile, RevisionIndexCache } from './revisionIndex';
+import { fileDigest, type IndexedFile, type RevisionIndexCache } from './revisionIndex';
 import type { SandboxSessionService } from './sandboxSessions';
+import { outlineWorkspaceOut } from './workspaceOutline';
 
 /** At most this many changes are listed (the count of all of them is still exact). */
 export const MAX_LISTED_CHANGES = 5000;
@@ -50,14 +51,16 @@ export async function compareSandboxWithRevision(
     // In place, unless the directory holds what only the gateway reads faithfully (a symbolic link, which it
     // follows inside the sandbox): then, as for any other sandbox, from a copy.
     if (sandbox.hostRoot !== undefined) scanned = await scanWorkspace(sandbox.hostRoot).catch(unlessUnsupported);
+    let judged: ReadonlyMap<string, boolean> | undefined;
     if (scanned === undefined) {
-      const copy = await copyWorkspaceOut(sandbox.client, path.join(tmp, 'copy'), work);
-      const inCopy = await scanWorkspace(copy.workspaceRoot);
-      scanned = { ...inCopy, excluded: [...copy.skipped, ...inCopy.excluded] };
+      const outline = await outlineWorkspaceOut(sandbox.client, path.join(tmp, 'copy'), { files: base.files, digest: (p) => fileDigest(base, p) }, work.signal);
+      const inOutline = await scanWorkspace(outline.workspaceRoot, outline.tree);
+      scanned = { ...inOutline, excluded: [...outline.skipped, ...inOutline.excluded] };
+      judged = outline.judged;
     }
     work.signal?.throwIfAborted();
     work.progress?.('comparing', `comparing ${input.sandbox.name} with ${input.sessionId}@${input.revision}`);
-    const { changes, unchanged } = await compareWithIndex(scanned.files, base, work.signal);
+    const { changes, unchanged } = await compareWithIndex(scanned.files, base, work.signal, judged);
     return {
       against: { sessionId: input.sessionId, revision: input.revision },
       changes: changes.slice(0, MAX_LISTED_CHANGES),
@@ -77,7 +80,7 @@ function unlessUnsupported(err: unknown): undefined {
 }
 
 /** Walks a workspace as a save's scan does (the policy, the quotas); a secret file refuses, named. */
-async function scanWorkspace(root: string): Promise<ScannedWorkspace> {
+async function scanWorkspace(root: string, tree?: TreeReader): Promise<ScannedWorkspace> {
   const excluded: Excluded = [];
   const state: ScanState = { entries: [], payloadBytes: 0, entryCount: 0 };
   await scanRoot(root, WORKSPACE, DEFAULT_PEOPLE_LIMITS, state, undefined, (segments, isDirectory) => {
@@ -86,7 +89,7 @@ async function scanWorkspace(root: string): Promise<ScannedWorkspace> {
     if (verdict.verdict === 'include') return true;
     excluded.push({ path: segments.join('/') + (isDirectory ? '/' : ''), category: verdict.category });
     return false;
-  });
+  }, tree);
   // The first entry is the root itself, which a save does not count.
   return { files: state.entries.filter((e) => e.kind === 'file'), included: state.entries.length - 1, excluded };
 }
@@ -96,6 +99,8 @@ export async function compareWithIndex(
   files: readonly SourceEntry[],
   base: { tarPath: string; files: ReadonlyMap<string, IndexedFile> },
   signal?: AbortSignal,
+  /** Files already judged (same bytes or not) by their digests: not read here. */
+  judged?: ReadonlyMap<string, boolean>,
 ): Promise<{ changes: WorkspaceChange[]; unchanged: number }> {
   const changes: WorkspaceChange[] = [];
   const seen = new Set<string>();
@@ -109,7 +114,7 @@ export async function compareWithIndex(
       const rel = file.archivePath.slice(WORKSPACE.length);
       const was = base.files.get(file.archivePath);
       if (!was) changes.push({ path: rel, status: 'added' });
-      else if (was.size !== file.size || was.executable !== (file.mode === 0o755) || !(await sameBytes(file.sourcePath, tar, was, buffers))) {
+      else if (was.size !== file.size || was.executable !== (file.mode === 0o755) || !(judged?.get(file.archivePath) ?? (await sameBytes(file.sourcePath, tar, was, buffers)))) {
         changes.push({ path: rel, status: 'modified' });
       } else unchanged += 1;
     }

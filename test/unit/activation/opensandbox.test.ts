@@ -14,6 +14,7 @@ import { Sandbox } from '@alibaba-group/opensandbox';
 import { build } from 'esbuild';
 import type { ActivationEvent, ActivationResult, ActivationRunRequest } from '../../../protocol/activation';
 import { DEFAULT_PEOPLE_LIMITS } from '../../../protocol/bundle';
+import { GatewayClient } from '../../../protocol/kruntimes/gatewayClient';
 import { type ActivationCredentials, ActivationRunner } from '../../../server/activation/runner';
 import { hydrateSessionBundle } from '../../../server/bundle';
 import { stopGateway } from '../../../server/gateway/daemonClient';
@@ -25,6 +26,9 @@ import { resolveConnection } from '../../../server/sandboxes/opensandbox/connect
 import { LABEL_ACTIVATION, LABEL_PRODUCT, LABEL_SESSION, PRODUCT } from '../../../server/sandboxes/opensandbox/labels';
 import { OpenSandboxClient, type SandboxSummary } from '../../../server/sandboxes/opensandbox/opensandboxClient';
 import { repackSession } from '../../../server/sandboxes/workspaceMover';
+import { RevisionIndexCache } from '../../../server/sessions/revisionIndex';
+import { compareSandboxWithRevision } from '../../../server/sessions/sandboxChanges';
+import { SandboxSessionService } from '../../../server/sessions/sandboxSessions';
 import { runActivateCommand } from '../../../server/cli/activation';
 import { gatewayCommand, quietLogger, REPO_ROOT } from '../../fixtures/activation/harness';
 import { captureIo } from '../../fixtures/cliCapture';
@@ -202,6 +206,32 @@ describe('activations on OpenSandbox (local Runs with backend opensandbox, again
     console.log(
       `      activation wall time (median of 3, ms): local process ${median(timings.process ?? []).toFixed(0)}, OpenSandbox simulator ${median(timings.opensandbox ?? []).toFixed(0)}`,
     );
+  });
+
+  it('a person\'s OpenSandbox sandbox saved as r1 is compared with it by digests computed in the sandbox', async () => {
+    const sessions = new SandboxSessionService(async () => repo, new Map([['local', provider]]), { kind: 'file', description: repoRoot }, log);
+    const revisions = new RevisionIndexCache(async () => repo, path.join(dir, 'revisions'));
+    const sandbox = await provider.create({ provider: 'local', runtime: 'opensandbox', namespace: 'default' }, { waitForReady: true });
+    const connection = await provider.open(sandbox.ref);
+    const gw = new GatewayClient({ endpoint: connection.endpoint, token: connection.token });
+    try {
+      const run = async (shell: string) => assert.equal((await gw.runCommand({ shell })).exitCode, 0, shell);
+      await run('printf "one\\n" > a.txt && printf "same size\\n" > b.txt && mkdir -p src && printf "x" > src/c.ts && printf "#!/bin/sh\\n" > run.sh && chmod +x run.sh');
+      assert.equal((await sessions.saveSandbox({ sandbox: sandbox.ref, sessionId: 'compare-osb' })).revision.ref.revision, 'r1');
+      const compare = () => compareSandboxWithRevision({ sessions, revisions }, { sandbox: sandbox.ref, sessionId: 'compare-osb', revision: 'r1' });
+      assert.deepEqual([(await compare()).changes, (await compare()).unchanged], [[], 4]);
+      await run('printf "SAME SIZE\\n" > b.txt && rm src/c.ts && printf "new" > d.txt && chmod -x run.sh');
+      assert.deepEqual((await compare()).changes, [
+        { path: 'b.txt', status: 'modified' },
+        { path: 'd.txt', status: 'added' },
+        { path: 'run.sh', status: 'modified' },
+        { path: 'src/c.ts', status: 'deleted' },
+      ]);
+    } finally {
+      await gw.close();
+      await revisions.dispose();
+      await provider.delete(sandbox.ref);
+    }
   });
 
   it('a sandbox killed before commit leaves the old revision; a repeated activation id runs nothing', async () => {

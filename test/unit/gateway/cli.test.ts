@@ -81,7 +81,7 @@ describe('CLI: sandbox and doctor', function () {
     assert.equal(await fs.readFile(list[0]?.path ?? '', 'utf8'), 'hi');
 
     const listed = await sandbox(stateDir, ['list']);
-    assert.match(listed.out, /^default\/cli-demo\tprocess\tSucceeded\tsession finalized\n$/);
+    assert.match(listed.out, /^default\/cli-demo\tprocess\tSucceeded\tsession finalized\t\n$/);
     assert.equal((await sandbox(stateDir, ['delete', 'cli-demo'])).code, 0);
     assert.equal((await sandbox(stateDir, ['get', 'cli-demo'])).code, 1);
   });
@@ -109,6 +109,10 @@ describe('CLI: sandbox and doctor', function () {
       await repo.close();
       await provider.dispose();
     }
+    // The list names the revision the sandbox was saved as (the Run's annotation), in text and in JSON.
+    assert.match((await sandbox(stateDir, ['list'])).out, /^default\/cli-diff\tprocess\tReady\t[^\t\n]*\tcli-session@r1$/m);
+    const listedJson = JSON.parse((await sandbox(stateDir, ['list', '--json'])).out) as { name: string; sessionRevision?: { sessionId: string; revision: string; how: string } }[];
+    assert.deepEqual(listedJson.find((r) => r.name === 'cli-diff')?.sessionRevision, { ...listedJson.find((r) => r.name === 'cli-diff')?.sessionRevision, sessionId: 'cli-session', revision: 'r1', how: 'saved' });
     const diff = async (args: string[]) => {
       const out = sink();
       const err = sink();

@@ -1,0 +1,199 @@
+// Comparing a sandbox that is not on this machine with a revision (kruntimes, OpenSandbox): the workspace is listed
+// through the gateway and its files judged by SHA-256 computed in the sandbox, not copied out. Real parts: a local
+// sandbox reached only through its gateway (the provider hides its directory, as a cluster's would be), the real
+// local gateway and its processes, the file repository. The answer must be exactly the in-place comparison's.
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { GatewayClient, type CommandOutput } from '../../../protocol/kruntimes/gatewayClient';
+import type { SandboxRef } from '../../../protocol/sandboxes';
+import type { SandboxProvider } from '../../../server/sandboxes/provider';
+import { fileDigest, RevisionIndexCache } from '../../../server/sessions/revisionIndex';
+import { compareSandboxWithRevision } from '../../../server/sessions/sandboxChanges';
+import { SandboxSessionService } from '../../../server/sessions/sandboxSessions';
+import { outlineWorkspaceOut } from '../../../server/sessions/workspaceOutline';
+import { createActivationWorld, quietLogger, type ActivationWorld } from '../../fixtures/activation/harness';
+
+/** A gateway client that counts what crosses it, and can play an image without GNU sha256sum. */
+class CountingClient extends GatewayClient {
+  readPaths: string[] = [];
+  hashCommands = 0;
+  noSha256sum = false;
+
+  override read(...args: Parameters<GatewayClient['read']>): ReturnType<GatewayClient['read']> {
+    this.readPaths.push(args[0]);
+    return super.read(...args);
+  }
+
+  override async runCommand(...args: Parameters<GatewayClient['runCommand']>): Promise<CommandOutput> {
+    if (args[0].argv?.[0] === 'sha256sum') {
+      this.hashCommands += 1;
+      // BusyBox's sha256sum: no -z, a usage message and exit 1.
+      if (this.noSha256sum) return { exitCode: 1, stdout: Buffer.alloc(0), stderr: Buffer.from("sha256sum: unrecognized option: z\n"), timedOut: false, truncated: false } as CommandOutput;
+    }
+    return super.runCommand(...args);
+  }
+}
+
+describe('comparing a remote sandbox with a revision (digests in the sandbox)', function () {
+  this.timeout(120_000);
+  let world: ActivationWorld;
+  let revisions: RevisionIndexCache;
+  let inPlace: SandboxSessionService;
+  let remote: SandboxSessionService;
+  let ref: SandboxRef;
+  let root: string;
+
+  const write = (rel: string, contents: string | Buffer, mode = 0o644) => {
+    fs.mkdirSync(path.dirname(path.join(root, rel)), { recursive: true });
+    fs.writeFileSync(path.join(root, rel), contents, { mode });
+    fs.chmodSync(path.join(root, rel), mode);
+  };
+  const big = (seed: number) => Buffer.from(Array.from({ length: 2_000_000 }, (_, i) => (i * seed + (i >> 9)) & 0xff));
+  const compare = (service: SandboxSessionService, revision = 'r1') => compareSandboxWithRevision({ sessions: service, revisions }, { sandbox: ref, sessionId: 'remote', revision });
+  const client = async (): Promise<CountingClient> => {
+    const connection = await world.provider.open(ref);
+    return new CountingClient({ endpoint: connection.endpoint, token: connection.token });
+  };
+
+  before(async () => {
+    world = await createActivationWorld();
+    revisions = new RevisionIndexCache(async () => world.repo, path.join(world.dir, 'revisions'));
+    inPlace = new SandboxSessionService(async () => world.repo, new Map([['local', world.provider]]), { kind: 'file', description: world.repoRoot }, quietLogger());
+    // The same sandboxes, but their directories are not offered: everything goes through the gateway.
+    const gatewayOnly = Object.create(world.provider, { hostDirectory: { value: undefined } }) as SandboxProvider;
+    remote = new SandboxSessionService(async () => world.repo, new Map([['local', gatewayOnly]]), { kind: 'file', description: world.repoRoot }, quietLogger());
+    ref = (await world.provider.create({ provider: 'local', namespace: 'default', runtime: 'process' }, { waitForReady: true })).ref;
+    root = (await world.provider.hostDirectory?.(ref)) as string;
+    write('same.txt', 'same\n');
+    write('samesize.txt', 'abcdef\n');
+    write('grown.txt', 'grown\n');
+    write('mode.sh', '#!/bin/sh\n', 0o755);
+    write('gone.txt', 'gone\n');
+    write('empty.txt', '');
+    write('big.bin', big(7));
+    write('big2.bin', big(11));
+    write('-dash.txt', 'dash\n');
+    write("it's $HOME.txt", 'home\n');
+    write('a  b.txt', 'line\n');
+    write('深/好.txt', '好\n');
+    write('node_modules/dep/index.js', 'module.exports = 1;\n');
+    await inPlace.saveSandbox({ sandbox: ref, sessionId: 'remote' });
+  });
+
+  after(async () => {
+    await revisions?.dispose();
+    await world?.dispose();
+  });
+
+  it('finds nothing changed in an unchanged workspace, reading no file through the gateway', async () => {
+    const c = await client();
+    try {
+      const index = await revisions.index('remote', 'r1');
+      const outline = await outlineWorkspaceOut(c, path.join(world.dir, 'outline-1'), { files: index.files, digest: (p) => fileDigest(index, p) });
+      assert.deepEqual(c.readPaths, [], 'no file was read');
+      assert.equal(outline.hashed, 12);
+      assert.equal(outline.copied, 0);
+      assert.ok([...outline.judged.values()].every(Boolean));
+      // Nothing is written here: the outline is the listing, with the sandbox's sizes and modes.
+      assert.ok(!fs.existsSync(path.join(world.dir, 'outline-1')), 'no copy was made');
+      assert.equal(outline.tree.lstat(path.join(outline.workspaceRoot, 'big.bin')).size, 2_000_000n);
+      assert.equal(Number(outline.tree.lstat(path.join(outline.workspaceRoot, 'mode.sh')).mode) & 0o777, 0o755);
+      assert.deepEqual(outline.tree.readdir(path.join(outline.workspaceRoot, '深')).map(String), ['好.txt']);
+      assert.deepEqual(outline.skipped, [{ path: 'node_modules/', category: 'dependency_tree' }], 'the excluded tree is listed, not entered');
+    } finally {
+      await c.close();
+    }
+    const result = await compare(remote);
+    assert.deepEqual([result.changes, result.total, result.unchanged], [[], 0, 12]);
+    assert.deepEqual(result, await compare(inPlace));
+  });
+
+  it('reports exactly what the in-place comparison reports after edits of every kind', async () => {
+    write('samesize.txt', 'ABCDEF\n');
+    write('grown.txt', 'grown more\n');
+    fs.chmodSync(path.join(root, 'mode.sh'), 0o644);
+    fs.rmSync(path.join(root, 'gone.txt'));
+    write('src/new.ts', 'export {};\n');
+    const edited = big(11);
+    edited[1_500_000] = 255 - (edited[1_500_000] ?? 0);
+    write('big2.bin', edited);
+    write('a  b.txt', 'LINE\n');
+    write("it's $HOME.txt", 'home\n'); // rewritten with the same bytes: unchanged
+    write('node_modules/dep/index.js', 'module.exports = 2;\n'); // excluded: not a change
+    const expected = [
+      { path: 'a  b.txt', status: 'modified' },
+      { path: 'big2.bin', status: 'modified' },
+      { path: 'gone.txt', status: 'deleted' },
+      { path: 'grown.txt', status: 'modified' },
+      { path: 'mode.sh', status: 'modified' },
+            { path: 'samesize.txt', status: 'modified' },
+      { path: 'src/new.ts', status: 'added' },
+    ];
+    const viaGateway = await compare(remote);
+    assert.deepEqual(viaGateway.changes, expected);
+    assert.equal(viaGateway.unchanged, 6);
+    assert.deepEqual(viaGateway.workspace.excludedEntries, [{ path: 'node_modules/', category: 'dependency_tree' }]);
+    assert.deepEqual(viaGateway, await compare(inPlace));
+    assert.deepEqual(fs.readdirSync(os.tmpdir()).filter((n) => n.startsWith('sandbox-sessions-changes-')), [], 'nothing left behind');
+  });
+
+  it('copies what digests cannot judge: a symbolic link, and every same-size file in an image without sha256sum', async () => {
+    write('target.txt', 'same\n');
+    fs.symlinkSync('same.txt', path.join(root, 'latest'));
+    const c = await client();
+    try {
+      const index = await revisions.index('remote', 'r1');
+      const base = { files: index.files, digest: (p: string) => fileDigest(index, p) };
+      const linked = await outlineWorkspaceOut(c, path.join(world.dir, 'outline-2'), base);
+      assert.deepEqual(c.readPaths, ['latest'], 'only the link is read, as the file it names');
+      assert.equal(fs.readFileSync(path.join(linked.workspaceRoot, 'latest'), 'utf8'), 'same\n');
+      c.readPaths = [];
+      c.noSha256sum = true;
+      const copied = await outlineWorkspaceOut(c, path.join(world.dir, 'outline-3'), base);
+      assert.equal(copied.hashed, 0);
+      assert.deepEqual(new Set(c.readPaths), new Set(['latest', 'same.txt', 'empty.txt', 'big.bin', 'big2.bin', '-dash.txt', "it's $HOME.txt", 'a  b.txt', '深/好.txt', 'samesize.txt']));
+      assert.equal(fs.readFileSync(path.join(copied.workspaceRoot, 'big.bin')).equals(big(7)), true, 'a large file is copied whole');
+    } finally {
+      await c.close();
+    }
+    const result = await compare(remote);
+    assert.deepEqual(
+      result.changes.filter((x) => x.path === 'latest' || x.path === 'target.txt'),
+      [
+        { path: 'latest', status: 'added' },
+        { path: 'target.txt', status: 'added' },
+      ],
+    );
+    fs.rmSync(path.join(root, 'latest'));
+    fs.rmSync(path.join(root, 'target.txt'));
+  });
+
+  it('refuses a file over the file quota from its listed size, before reading anything of it', async () => {
+    const huge = path.join(root, 'huge.img');
+    fs.closeSync(fs.openSync(huge, 'w'));
+    fs.truncateSync(huge, 3 * 1024 ** 3); // sparse in the sandbox too
+    try {
+      await assert.rejects(compare(remote), (err: Error & { code?: string }) => err.code === 'quota_exceeded' && /maxFileBytes/.test(err.message));
+      assert.deepEqual(fs.readdirSync(os.tmpdir()).filter((n) => n.startsWith('sandbox-sessions-changes-')), [], 'nothing left behind');
+    } finally {
+      fs.rmSync(huge);
+    }
+  });
+
+  it('names a secret file and refuses, without copying it out', async () => {
+    write('.env', 'TOKEN=canary\n');
+    const c = await client();
+    try {
+      const index = await revisions.index('remote', 'r1');
+      await outlineWorkspaceOut(c, path.join(world.dir, 'outline-4'), { files: index.files, digest: (p) => fileDigest(index, p) });
+      assert.ok(!c.readPaths.includes('.env'), 'the secret is not read');
+      assert.ok(!fs.existsSync(path.join(world.dir, 'outline-4')), 'nothing of it is here');
+    } finally {
+      await c.close();
+    }
+    await assert.rejects(compare(remote), /\.env/);
+    fs.rmSync(path.join(root, '.env'));
+  });
+});
