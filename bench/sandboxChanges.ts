@@ -17,7 +17,7 @@ import { parseArgs } from 'node:util';
 import { GatewayClient } from '../protocol/kruntimes/gatewayClient';
 import type { SandboxProvider } from '../server/sandboxes/provider';
 import { downloadTree } from '../server/sandboxes/transfer';
-import { skipExcluded } from '../server/sandboxes/workspaceMover';
+import { skipExcluded } from '../server/bundle/snapshotPolicy';
 import { RevisionIndexCache } from '../server/sessions/revisionIndex';
 import { compareSandboxWithRevision } from '../server/sessions/sandboxChanges';
 import { SandboxSessionService } from '../server/sessions/sandboxSessions';
@@ -71,6 +71,29 @@ async function benchSize(label: string, files: number, bytes: number, runs: numb
       remoteCompares.push(viaGateway);
     }
     await client.close();
+    // Saves through the gateway: copying everything out (no revision held here) against taking the unchanged files
+    // from the revision the sandbox was last saved as, indexed here and its digests known (as after the Source Control
+    // view compared the sandbox with it) — and, for reference, what indexing it costs, which is why a save does not.
+    const indexed = new SandboxSessionService(async () => world.repo, new Map([['local', gatewayOnly]]), { kind: 'file', description: world.repoRoot }, quietLogger(), revisions);
+    const full: number[] = [];
+    const indexings: number[] = [];
+    const warm: number[] = [];
+    for (let i = 0; i < runs; i++) {
+      fs.appendFileSync(changed, `save ${i}\n`);
+      full.push((await timed(() => remote.saveSandbox({ sandbox: sandbox.ref, sessionId: `${sessionId}-full-${i}` })))[0]);
+      const [indexing] = await timed(() => revisions.index(`${sessionId}-full-${i}`, 'r1'));
+      // The view's comparison also leaves the revision's digests known (each file's, read once).
+      await compareSandboxWithRevision({ sessions: indexed, revisions }, { sandbox: sandbox.ref, sessionId: `${sessionId}-full-${i}`, revision: 'r1' });
+      fs.appendFileSync(changed, `warm ${i}\n`);
+      const [reusing] = await timed(() => indexed.saveSandbox({ sandbox: sandbox.ref, sessionId: `${sessionId}-warm-${i}` }));
+      warm.push(reusing);
+      indexings.push(indexing);
+    }
+    const [f, k, w] = [median(full), median(indexings), median(warm)];
+    console.log(
+      `${label} save through the gateway: copying everything ${f.toFixed(0)} ms; taking unchanged files from the last revision ` +
+        `${w.toFixed(0)} ms = ${(w / f).toFixed(2)}× (indexing that revision, which its first comparison does, took ${k.toFixed(0)} ms)`,
+    );
     const [b, s, c] = [median(baseline), median(saves), median(compares.slice(1))];
     console.log(
       `${label}: ${files} files, ${(written / 1e6).toFixed(1)} MB — compare ${c.toFixed(0)} ms = ${(c / b).toFixed(2)}× tar|zstd (${b.toFixed(0)} ms), ` +

@@ -43,8 +43,8 @@ export function createCompanionServices(log: Logger): CompanionServices {
     return repository;
   };
   const location = resolveRepositoryLocation();
-  const sessions = new SandboxSessionService(openRepository, providers, { kind: location.kind, description: describeRepositoryLocation(location) }, log);
   const revisions = new RevisionIndexCache(openRepository);
+  const sessions = new SandboxSessionService(openRepository, providers, { kind: location.kind, description: describeRepositoryLocation(location) }, log, revisions);
   let activations: Promise<ActivationService> | undefined;
   const openActivations = () => {
     activations ??= openRepository().then((repo) => {

@@ -1,7 +1,7 @@
 // Workspace snapshot policy V1 (spec §13, Maka's SESSION_SNAPSHOT_WORKSPACE_POLICY_V1; not overridable):
 // which workspace entries are left out of a portable session (and reported by category) and which are known
 // secret files that refuse the whole snapshot. Segment matching is case-insensitive.
-import type { SnapshotExclusionCategory } from '../../protocol/bundle';
+import type { SnapshotExclusionCategory, WorkspaceSnapshotReport } from '../../protocol/bundle';
 
 export type WorkspacePathVerdict =
   | { verdict: 'include' }
@@ -61,4 +61,17 @@ export function classifyWorkspacePath(segments: readonly string[], isDirectory: 
 
 function isSecretFile(lower: readonly string[], leaf: string): boolean {
   return SECRET_NAMES.has(leaf) || SECRET_NAME_PATTERNS.some((p) => p.test(leaf)) || SECRET_SUFFIXES.some((s) => endsWith(lower, s));
+}
+
+/**
+ * A listing's `skip` for a workspace copied out of a sandbox: true for what the policy excludes (not worth the
+ * transfer), which is pushed onto `skipped` as the snapshot would report it.
+ */
+export function skipExcluded(skipped: WorkspaceSnapshotReport['excludedEntries']): (rel: string, isDirectory: boolean) => boolean {
+  return (rel, isDirectory) => {
+    const verdict = classifyWorkspacePath(rel.split('/'), isDirectory);
+    if (verdict.verdict !== 'exclude') return false;
+    skipped.push({ path: isDirectory ? `${rel}/` : rel, category: verdict.category });
+    return true;
+  };
 }

@@ -18,10 +18,11 @@ import type { SandboxRef } from '../../protocol/sandboxes';
 import { hydrateSessionBundle, packSessionBundle, SessionSnapshotError } from '../bundle';
 import type { KnownDigest } from '../bundle/pack';
 import { packWorkspace, type PackedWorkspace } from '../bundle/packWorkspace';
-import { classifyWorkspacePath } from '../bundle/snapshotPolicy';
+import { skipExcluded } from '../bundle/snapshotPolicy';
 import { openSessionCheckpointBundleV1 } from '../repository/checkpoint';
 import type { ImmutableObjectStore } from '../repository/objectStore';
 import { confirmedHostRoot, placeEntries, placeSession } from './hostPlacement';
+import { copyWorkspaceOutKnown, surveyWorkspace, type KnownWorkspace } from './remoteWorkspace';
 import type { SandboxProvider } from './provider';
 import { packSessionOut, tarballSupport, unpackBundleIn } from './sandboxTarball';
 import { downloadTree, uploadTree } from './transfer';
@@ -87,6 +88,11 @@ export interface CaptureOptions extends MoveOptions {
   quiet?: boolean | undefined;
   /** From `checkoutInto`'s `knownDigests`: files hydrated in place by this process, not read again if unchanged. */
   knownDigests?: ReadonlyMap<string, KnownDigest> | undefined;
+  /**
+   * A revision's files held here (the one the sandbox was opened from or last saved as): a `workspace` placement
+   * copied through the gateway takes from it every file the sandbox's own digest says is the same.
+   */
+  known?: KnownWorkspace | undefined;
 }
 
 const signalOf = (options: MoveOptions): { signal?: AbortSignal } => (options.signal ? { signal: options.signal } : {});
@@ -276,7 +282,10 @@ export async function captureFrom(sandbox: SandboxAccess, placement: SessionPlac
       }
     }
     options.onStep?.('download');
-    const copied = await copyOut(sandbox.client, placement, path.join(work, 'copy'), emptyState, options);
+    const copied =
+      placement.kind === 'workspace' && options.known !== undefined
+        ? await copyWorkspaceOutReusing(sandbox.client, options.known, path.join(work, 'copy'), emptyState, options.signal)
+        : await copyOut(sandbox.client, placement, path.join(work, 'copy'), emptyState, options);
     // The copy is private to this capture and nothing writes it: no snapshot copy of the copy.
     const packed = await pack(copied, true);
     return { ...packed, workspace: withSkipped(packed.workspace, copied.skipped) };
@@ -332,17 +341,17 @@ function packRoots(
   });
 }
 
-/**
- * A listing's `skip` for a workspace: true for what the snapshot policy excludes (not worth the transfer), which is
- * pushed onto `skipped` as the snapshot would report it.
- */
-export function skipExcluded(skipped: WorkspaceSnapshotReport['excludedEntries']): (rel: string, isDirectory: boolean) => boolean {
-  return (rel, isDirectory) => {
-    const verdict = classifyWorkspacePath(rel.split('/'), isDirectory);
-    if (verdict.verdict !== 'exclude') return false;
-    skipped.push({ path: isDirectory ? `${rel}/` : rel, category: verdict.category });
-    return true;
-  };
+/** Copies a workspace out through the gateway, what is the same as a known file taken from it instead. */
+async function copyWorkspaceOutReusing(
+  client: GatewayClient,
+  known: KnownWorkspace,
+  into: string,
+  emptyState: string,
+  signal?: AbortSignal,
+): Promise<{ stateRoot: string; workspaceRoot: string; skipped: WorkspaceSnapshotReport['excludedEntries'] }> {
+  const survey = await surveyWorkspace(client, known, signal);
+  const { workspaceRoot } = await copyWorkspaceOutKnown(client, survey, known, into, signal);
+  return { stateRoot: emptyState, workspaceRoot, skipped: survey.skipped };
 }
 
 /** Copies the session out through the gateway into `into` (which must not exist). */

@@ -4,13 +4,16 @@
 // Revisions are immutable, so an index is valid forever; the cache keeps the most recent few.
 import { createHash } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
-import fsp from 'node:fs/promises';
+import fsp, { type FileHandle } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import zlib from 'node:zlib';
 import { DEFAULT_PEOPLE_LIMITS } from '../../protocol/bundle';
-import { materializeSessionCheckpointV1 } from '../repository/checkpoint';
+import { openSessionCheckpointBundleV1 } from '../repository/checkpoint';
+import type { KnownFileCopy, KnownWorkspace } from '../sandboxes/remoteWorkspace';
+import { forEachConcurrently } from '../sandboxes/transfer';
 import type { SessionRepository } from '../repository/contract';
 import { SandboxSessionsError } from '../../protocol/errors';
 
@@ -79,18 +82,44 @@ export class RevisionIndexCache {
     return pending;
   }
 
-  private async build(repository: SessionRepository, checkpoint: Parameters<typeof materializeSessionCheckpointV1>[0]['checkpoint'], digest: string): Promise<RevisionIndex> {
+  /** The revision's index if this cache holds it (or is building it), else undefined: nothing is built for it. */
+  async held(sessionId: string, revision: string): Promise<RevisionIndex | undefined> {
+    const repository = await this.repository();
+    const committed = await repository.checkoutExact({ sessionId, revision });
+    return this.indexes.get(committed.checkpoint.value.compatibilityBundle.digest);
+  }
+
+  private async build(repository: SessionRepository, checkpoint: Parameters<typeof openSessionCheckpointBundleV1>[0]['checkpoint'], digest: string): Promise<RevisionIndex> {
     this.builds += 1;
     await fsp.mkdir(this.cacheDir, { recursive: true, mode: 0o700 });
     const id = digest.slice('sha256:'.length);
-    const bundle = path.join(this.cacheDir, `${id}.${process.hrtime.bigint()}.tar.zst`);
     const tarPath = path.join(this.cacheDir, `${id}.tar`);
+    // The stored object itself when the repository keeps files (else a copy), decompressed as it is read and
+    // verified against the committed digest on the way: one pass over the bundle instead of a verified copy first.
+    const limits = DEFAULT_PEOPLE_LIMITS;
+    const bundle = await openSessionCheckpointBundleV1({
+      objectStore: repository.objects,
+      checkpoint,
+      copyTo: path.join(this.cacheDir, `${id}.${process.hrtime.bigint()}.tar.zst`),
+      maxBytes: limits.maxCompressedBytes,
+    });
     try {
-      // The bundle bytes are verified against the committed digest while they are copied.
-      await materializeSessionCheckpointV1({ objectStore: repository.objects, checkpoint, destination: bundle, maxBytes: DEFAULT_PEOPLE_LIMITS.maxCompressedBytes });
-      await pipeline(createReadStream(bundle), zlib.createZstdDecompress(), createWriteStream(tarPath, { mode: 0o600 }));
+      const hash = createHash('sha256');
+      await pipeline(
+        createReadStream(bundle.path, { highWaterMark: 1024 * 1024 }),
+        bounded('compressed', limits.maxCompressedBytes, (chunk) => hash.update(chunk)),
+        zlib.createZstdDecompress(),
+        bounded('decompressed', limits.maxDecompressedTarBytes),
+        createWriteStream(tarPath, { mode: 0o600, highWaterMark: 1024 * 1024 }),
+      );
+      if (`sha256:${hash.digest('hex')}` !== bundle.expectedArchiveDigest) {
+        throw new RevisionBrowseError('integrity_mismatch', `the stored bundle of this revision does not match its committed digest ${bundle.expectedArchiveDigest}`);
+      }
+    } catch (err) {
+      await fsp.rm(tarPath, { force: true });
+      throw err;
     } finally {
-      await fsp.rm(bundle, { force: true });
+      await bundle.release();
     }
     return { digest, tarPath, ...(await scanTar(tarPath)), digests: new Map() };
   }
@@ -137,6 +166,77 @@ export async function fileDigest(index: RevisionIndex, archivePath: string): Pro
   const digest = hash.digest('hex');
   index.digests.set(archivePath, digest);
   return digest;
+}
+
+/** Files written per copy at once: each is a read of the tar and a write of a new file, mostly waiting on the disk. */
+const COPY_CONCURRENCY = 8;
+const COPY_CHUNK = 1024 * 1024;
+
+/**
+ * Writes revision files to new files (`target` must not exist; mode 0644, or 0755 when `executable`), from one open
+ * handle on the revision's tar. Answers the archive paths it could not write (and removed what it began of them).
+ */
+export async function copyFilesOut(index: RevisionIndex, files: readonly KnownFileCopy[], signal?: AbortSignal): Promise<Set<string>> {
+  const failed = new Set<string>();
+  let tar: FileHandle;
+  try {
+    tar = await fsp.open(index.tarPath, 'r');
+  } catch {
+    return new Set(files.map((f) => f.archivePath)); // trimmed from the cache meanwhile
+  }
+  try {
+    await forEachConcurrently(
+      files,
+      COPY_CONCURRENCY,
+      async (file) => {
+        const entry = index.files.get(file.archivePath);
+        try {
+          if (!entry) throw new RevisionBrowseError('object_not_found', `the revision has no file ${JSON.stringify(file.archivePath)}`);
+          const out = await fsp.open(file.target, 'wx', file.executable ? 0o755 : 0o644);
+          try {
+            const buffer = Buffer.allocUnsafe(Math.min(COPY_CHUNK, entry.size));
+            for (let done = 0; done < entry.size; ) {
+              const { bytesRead } = await tar.read(buffer, 0, Math.min(buffer.length, entry.size - done), entry.offset + done);
+              if (bytesRead === 0) throw new RevisionBrowseError('integrity_mismatch', `the revision's tar ends inside ${JSON.stringify(file.archivePath)}`);
+              await out.write(buffer, 0, bytesRead);
+              done += bytesRead;
+            }
+            if (file.executable) await out.chmod(0o755);
+          } finally {
+            await out.close();
+          }
+        } catch (err) {
+          if ((err as NodeJS.ErrnoException).code === 'EEXIST') throw err;
+          failed.add(file.archivePath);
+          await fsp.rm(file.target, { force: true });
+        }
+      },
+      signal,
+    );
+  } finally {
+    await tar.close();
+  }
+  return failed;
+}
+
+/** The revision's files as a remote workspace is read against them (sandboxes/remoteWorkspace.ts). */
+export function knownWorkspaceOf(index: RevisionIndex): KnownWorkspace {
+  return { files: index.files, digest: (p) => fileDigest(index, p), copyFilesOut: (files, signal) => copyFilesOut(index, files, signal) };
+}
+
+/** Passes bytes on, each chunk to `see`, failing once more than `max` went through (a stored object is not trusted). */
+function bounded(what: string, max: number, see?: (chunk: Buffer) => void): Transform {
+  let total = 0;
+  return new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      total += chunk.length;
+      if (total > max) done(new RevisionBrowseError('integrity_mismatch', `the stored bundle of this revision is larger ${what} than a bundle may be (${max} bytes)`));
+      else {
+        see?.(chunk);
+        done(null, chunk);
+      }
+    },
+  });
 }
 
 function trim(p: string): string {

@@ -3,7 +3,7 @@
 // what counts (.git, node_modules, caches and logs left out and listed; a secret file refuses, as it refuses a
 // save) — and each file is compared with the revision's `workspace/`: by size and executable bit, then byte for
 // byte against the revision's indexed tar (a remote file by its SHA-256, computed in the sandbox: see
-// workspaceOutline.ts). Nothing is packed or committed. So the list is exactly what a save on that revision would
+// sandboxes/remoteWorkspace.ts). Nothing is packed or committed. So the list is exactly what a save on that revision would
 // change, at the cost of reading the workspace once.
 import fsp, { type FileHandle } from 'node:fs/promises';
 import os from 'node:os';
@@ -16,9 +16,9 @@ import { secretRefused } from '../bundle/snapshot';
 import { classifyWorkspacePath } from '../bundle/snapshotPolicy';
 import { scanRoot, type ScanState, type SourceEntry, type TreeReader } from '../bundle/sourceTree';
 import type { WorkOptions } from '../sandboxes/provider';
-import { fileDigest, type IndexedFile, type RevisionIndexCache } from './revisionIndex';
+import { outlineWorkspace, surveyWorkspace } from '../sandboxes/remoteWorkspace';
+import { knownWorkspaceOf, type IndexedFile, type RevisionIndexCache } from './revisionIndex';
 import type { SandboxSessionService } from './sandboxSessions';
-import { outlineWorkspaceOut } from './workspaceOutline';
 
 /** At most this many changes are listed (the count of all of them is still exact). */
 export const MAX_LISTED_CHANGES = 5000;
@@ -53,9 +53,10 @@ export async function compareSandboxWithRevision(
     if (sandbox.hostRoot !== undefined) scanned = await scanWorkspace(sandbox.hostRoot).catch(unlessUnsupported);
     let judged: ReadonlyMap<string, boolean> | undefined;
     if (scanned === undefined) {
-      const outline = await outlineWorkspaceOut(sandbox.client, path.join(tmp, 'copy'), { files: base.files, digest: (p) => fileDigest(base, p) }, work.signal);
+      const survey = await surveyWorkspace(sandbox.client, knownWorkspaceOf(base), work.signal);
+      const outline = await outlineWorkspace(sandbox.client, survey, path.join(tmp, 'copy'), work.signal);
       const inOutline = await scanWorkspace(outline.workspaceRoot, outline.tree);
-      scanned = { ...inOutline, excluded: [...outline.skipped, ...inOutline.excluded] };
+      scanned = { ...inOutline, excluded: [...survey.skipped, ...inOutline.excluded] };
       judged = outline.judged;
     }
     work.signal?.throwIfAborted();

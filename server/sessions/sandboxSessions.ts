@@ -16,8 +16,10 @@ import type { Logger } from '../log';
 import { materializeSessionCheckpointV1, publishSessionCheckpointV1 } from '../repository/checkpoint';
 import type { SessionRepository } from '../repository/contract';
 import { SandboxError, type SandboxProvider, type WorkOptions } from '../sandboxes/provider';
+import type { KnownWorkspace } from '../sandboxes/remoteWorkspace';
 import { type CaptureStep, captureFrom, checkoutSession, hostRootOf, hydrateInto, type SandboxAccess } from '../sandboxes/workspaceMover';
 import { SandboxSessionsError } from '../../protocol/errors';
+import { knownWorkspaceOf, type RevisionIndexCache } from './revisionIndex';
 
 export const DEFAULT_AGENT_ID = 'sandbox-sessions';
 
@@ -51,6 +53,8 @@ export class SandboxSessionService {
     /** Where the repository is, as people may see it (no password). */
     readonly location: { kind: 'file' | 'postgres'; description: string },
     private readonly log: Logger,
+    /** Revisions held here: a save of a remote sandbox takes from one the files that are unchanged in it. */
+    private readonly revisionIndexes?: RevisionIndexCache,
   ) {}
 
   private provider(kind: ProviderKind): SandboxProvider {
@@ -117,15 +121,20 @@ export class SandboxSessionService {
     const tmp = await fsp.mkdtemp(path.join(os.tmpdir(), 'sandbox-sessions-save-'));
     const client = await this.client(input.sandbox);
     try {
-      work.progress?.('copying', `copying the workspace of ${input.sandbox.name}`);
       // Snapshotted straight from a local sandbox's directory, else copied out first; the workspace policy either way.
+      const access = await this.access(input.sandbox, client, work.signal);
+      const known = access.hostRoot === undefined ? await this.knownFor(input) : undefined;
+      work.progress?.(
+        'copying',
+        known === undefined ? `copying the workspace of ${input.sandbox.name}` : `copying what changed in ${input.sandbox.name} since ${known.revision}`,
+      );
       let copied = false;
       const onStep = (step: CaptureStep): void => {
         if (step === 'download') copied = true;
         if (step === 'read-in-place' || (step === 'snapshot' && copied)) work.progress?.('packing', 'packing the session bundle');
       };
       const packed = await captureFrom(
-        await this.access(input.sandbox, client, work.signal),
+        access,
         { kind: 'workspace' },
         {
           sessionId: input.sessionId,
@@ -134,7 +143,7 @@ export class SandboxSessionService {
           limits: DEFAULT_PEOPLE_LIMITS,
           destination: path.join(tmp, 'bundle.tar.zst'),
         },
-        { scratch: tmp, signal: work.signal, onStep },
+        { scratch: tmp, signal: work.signal, onStep, known: known?.files },
       );
       work.signal?.throwIfAborted();
       work.progress?.('committing', `committing ${input.sessionId}`);
@@ -159,6 +168,31 @@ export class SandboxSessionService {
       await client.close();
       await fsp.rm(tmp, { recursive: true, force: true });
     }
+  }
+
+  /**
+   * The files of the revision a remote sandbox most likely shares most of its workspace with — the one it was opened
+   * from or last saved as, else the one this save commits on — for its save to take unchanged files from instead of
+   * the gateway, if that revision is indexed here already (VS Code's Source Control view compares a sandbox with it,
+   * which indexes it). Indexing it just for the save would cost more than it saves through a local gateway
+   * (bench/sandboxChanges.ts). Only a shortcut: without one everything is copied as before.
+   */
+  private async knownFor(input: SaveSandboxInput): Promise<{ files: KnownWorkspace; revision: string } | undefined> {
+    if (this.revisionIndexes === undefined) return undefined;
+    const mark = await this.provider(input.sandbox.provider)
+      .get(input.sandbox)
+      .then((s) => s.sandbox.sessionRevision, () => undefined);
+    const candidates = [mark, input.expectedRevision === undefined ? undefined : { sessionId: input.sessionId, revision: input.expectedRevision }];
+    for (const base of candidates) {
+      if (base === undefined) continue;
+      try {
+        const index = await this.revisionIndexes.held(base.sessionId, base.revision);
+        if (index !== undefined) return { files: knownWorkspaceOf(index), revision: `${base.sessionId}@${base.revision}` };
+      } catch (err) {
+        this.log.debug('the save copies everything: the revision to take unchanged files from is unreadable', { revision: `${base.sessionId}@${base.revision}`, error: (err as Error).message });
+      }
+    }
+    return undefined;
   }
 
   /**

@@ -1,7 +1,8 @@
-// Comparing a sandbox that is not on this machine with a revision (kruntimes, OpenSandbox): the workspace is listed
-// through the gateway and its files judged by SHA-256 computed in the sandbox, not copied out. Real parts: a local
-// sandbox reached only through its gateway (the provider hides its directory, as a cluster's would be), the real
-// local gateway and its processes, the file repository. The answer must be exactly the in-place comparison's.
+// A sandbox that is not on this machine (kruntimes, OpenSandbox), read against a revision held here: the workspace
+// is listed through the gateway and its files judged by SHA-256 computed in the sandbox. A comparison copies
+// nothing out; a save downloads only what differs. Real parts: a local sandbox reached only through its gateway (the
+// provider hides its directory, as a cluster's would be), the real local gateway and its processes, the file
+// repository. The answers must be exactly the in-place comparison's and save's.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -9,10 +10,10 @@ import path from 'node:path';
 import { GatewayClient, type CommandOutput } from '../../../protocol/kruntimes/gatewayClient';
 import type { SandboxRef } from '../../../protocol/sandboxes';
 import type { SandboxProvider } from '../../../server/sandboxes/provider';
-import { fileDigest, RevisionIndexCache } from '../../../server/sessions/revisionIndex';
+import { copyWorkspaceOutKnown, type KnownWorkspace, outlineWorkspace, surveyWorkspace } from '../../../server/sandboxes/remoteWorkspace';
+import { knownWorkspaceOf, RevisionIndexCache } from '../../../server/sessions/revisionIndex';
 import { compareSandboxWithRevision } from '../../../server/sessions/sandboxChanges';
 import { SandboxSessionService } from '../../../server/sessions/sandboxSessions';
-import { outlineWorkspaceOut } from '../../../server/sessions/workspaceOutline';
 import { createActivationWorld, quietLogger, type ActivationWorld } from '../../fixtures/activation/harness';
 
 /** A gateway client that counts what crosses it, and can play an image without GNU sha256sum. */
@@ -36,12 +37,13 @@ class CountingClient extends GatewayClient {
   }
 }
 
-describe('comparing a remote sandbox with a revision (digests in the sandbox)', function () {
+describe('a remote sandbox read against a revision held here (digests computed in the sandbox)', function () {
   this.timeout(120_000);
   let world: ActivationWorld;
   let revisions: RevisionIndexCache;
   let inPlace: SandboxSessionService;
   let remote: SandboxSessionService;
+  let gatewayOnly: SandboxProvider;
   let ref: SandboxRef;
   let root: string;
 
@@ -62,7 +64,7 @@ describe('comparing a remote sandbox with a revision (digests in the sandbox)', 
     revisions = new RevisionIndexCache(async () => world.repo, path.join(world.dir, 'revisions'));
     inPlace = new SandboxSessionService(async () => world.repo, new Map([['local', world.provider]]), { kind: 'file', description: world.repoRoot }, quietLogger());
     // The same sandboxes, but their directories are not offered: everything goes through the gateway.
-    const gatewayOnly = Object.create(world.provider, { hostDirectory: { value: undefined } }) as SandboxProvider;
+    gatewayOnly = Object.create(world.provider, { hostDirectory: { value: undefined } }) as SandboxProvider;
     remote = new SandboxSessionService(async () => world.repo, new Map([['local', gatewayOnly]]), { kind: 'file', description: world.repoRoot }, quietLogger());
     ref = (await world.provider.create({ provider: 'local', namespace: 'default', runtime: 'process' }, { waitForReady: true })).ref;
     root = (await world.provider.hostDirectory?.(ref)) as string;
@@ -90,18 +92,18 @@ describe('comparing a remote sandbox with a revision (digests in the sandbox)', 
   it('finds nothing changed in an unchanged workspace, reading no file through the gateway', async () => {
     const c = await client();
     try {
-      const index = await revisions.index('remote', 'r1');
-      const outline = await outlineWorkspaceOut(c, path.join(world.dir, 'outline-1'), { files: index.files, digest: (p) => fileDigest(index, p) });
+      const survey = await surveyWorkspace(c, knownWorkspaceOf(await revisions.index('remote', 'r1')));
+      const outline = await outlineWorkspace(c, survey, path.join(world.dir, 'outline-1'));
       assert.deepEqual(c.readPaths, [], 'no file was read');
-      assert.equal(outline.hashed, 12);
-      assert.equal(outline.copied, 0);
+      assert.deepEqual(new Set(survey.files.map((f) => f.verdict)), new Set(['same']));
+      assert.equal(outline.judged.size, 12);
       assert.ok([...outline.judged.values()].every(Boolean));
       // Nothing is written here: the outline is the listing, with the sandbox's sizes and modes.
       assert.ok(!fs.existsSync(path.join(world.dir, 'outline-1')), 'no copy was made');
       assert.equal(outline.tree.lstat(path.join(outline.workspaceRoot, 'big.bin')).size, 2_000_000n);
       assert.equal(Number(outline.tree.lstat(path.join(outline.workspaceRoot, 'mode.sh')).mode) & 0o777, 0o755);
       assert.deepEqual(outline.tree.readdir(path.join(outline.workspaceRoot, '深')).map(String), ['好.txt']);
-      assert.deepEqual(outline.skipped, [{ path: 'node_modules/', category: 'dependency_tree' }], 'the excluded tree is listed, not entered');
+      assert.deepEqual(survey.skipped, [{ path: 'node_modules/', category: 'dependency_tree' }], 'the excluded tree is listed, not entered');
     } finally {
       await c.close();
     }
@@ -144,15 +146,16 @@ describe('comparing a remote sandbox with a revision (digests in the sandbox)', 
     fs.symlinkSync('same.txt', path.join(root, 'latest'));
     const c = await client();
     try {
-      const index = await revisions.index('remote', 'r1');
-      const base = { files: index.files, digest: (p: string) => fileDigest(index, p) };
-      const linked = await outlineWorkspaceOut(c, path.join(world.dir, 'outline-2'), base);
+      const base = knownWorkspaceOf(await revisions.index('remote', 'r1'));
+      const linked = await outlineWorkspace(c, await surveyWorkspace(c, base), path.join(world.dir, 'outline-2'));
       assert.deepEqual(c.readPaths, ['latest'], 'only the link is read, as the file it names');
       assert.equal(fs.readFileSync(path.join(linked.workspaceRoot, 'latest'), 'utf8'), 'same\n');
       c.readPaths = [];
       c.noSha256sum = true;
-      const copied = await outlineWorkspaceOut(c, path.join(world.dir, 'outline-3'), base);
-      assert.equal(copied.hashed, 0);
+      const unhashed = await surveyWorkspace(c, base);
+      assert.ok(unhashed.files.every((f) => f.verdict === 'read' || f.verdict === 'unknown'), 'nothing judged by digest');
+      const copied = await outlineWorkspace(c, unhashed, path.join(world.dir, 'outline-3'));
+      assert.equal(copied.judged.size, 0);
       assert.deepEqual(new Set(c.readPaths), new Set(['latest', 'same.txt', 'empty.txt', 'big.bin', 'big2.bin', '-dash.txt', "it's $HOME.txt", 'a  b.txt', '深/好.txt', 'samesize.txt']));
       assert.equal(fs.readFileSync(path.join(copied.workspaceRoot, 'big.bin')).equals(big(7)), true, 'a large file is copied whole');
     } finally {
@@ -186,8 +189,8 @@ describe('comparing a remote sandbox with a revision (digests in the sandbox)', 
     write('.env', 'TOKEN=canary\n');
     const c = await client();
     try {
-      const index = await revisions.index('remote', 'r1');
-      await outlineWorkspaceOut(c, path.join(world.dir, 'outline-4'), { files: index.files, digest: (p) => fileDigest(index, p) });
+      const survey = await surveyWorkspace(c, knownWorkspaceOf(await revisions.index('remote', 'r1')));
+      await outlineWorkspace(c, survey, path.join(world.dir, 'outline-4'));
       assert.ok(!c.readPaths.includes('.env'), 'the secret is not read');
       assert.ok(!fs.existsSync(path.join(world.dir, 'outline-4')), 'nothing of it is here');
     } finally {
@@ -195,5 +198,77 @@ describe('comparing a remote sandbox with a revision (digests in the sandbox)', 
     }
     await assert.rejects(compare(remote), /\.env/);
     fs.rmSync(path.join(root, '.env'));
+  });
+
+  it('saves through the gateway taking unchanged files from the revision held here: the bundle a full copy and an in-place save give', async () => {
+    // The workspace as the second case left it: six files changed or added since r1, six the same.
+    const c = await client();
+    try {
+      const known = knownWorkspaceOf(await revisions.index('remote', 'r1'));
+      const survey = await surveyWorkspace(c, known);
+      c.readPaths = [];
+      // One known copy fails (as when the revision's cached tar was trimmed meanwhile): that file is downloaded.
+      const flaky: KnownWorkspace = {
+        ...known,
+        copyFilesOut: async (files) => {
+          const failed = await known.copyFilesOut(files.filter((f) => f.archivePath !== 'workspace/big.bin'));
+          return new Set([...failed, 'workspace/big.bin']);
+        },
+      };
+      const tree = await copyWorkspaceOutKnown(c, survey, flaky, path.join(world.dir, 'known-copy'));
+      assert.deepEqual([...new Set(c.readPaths)].sort(), ['a  b.txt', 'big.bin', 'big2.bin', 'grown.txt', 'mode.sh', 'samesize.txt', 'src/new.ts']);
+      assert.deepEqual([tree.reused, tree.downloaded], [5, 7]);
+      for (const rel of ['same.txt', 'big.bin', 'big2.bin', "it's $HOME.txt", '深/好.txt', 'src/new.ts']) {
+        assert.ok(fs.readFileSync(path.join(tree.workspaceRoot, rel)).equals(fs.readFileSync(path.join(root, rel))), rel);
+      }
+      assert.equal(fs.statSync(path.join(tree.workspaceRoot, 'mode.sh')).mode & 0o111, 0);
+      assert.equal(fs.statSync(path.join(tree.workspaceRoot, 'src')).isDirectory(), true);
+    } finally {
+      await c.close();
+    }
+    const indexed = new SandboxSessionService(async () => world.repo, new Map([['local', gatewayOnly]]), { kind: 'file', description: world.repoRoot }, quietLogger(), revisions);
+    const said: string[] = [];
+    const reusing = await indexed.saveSandbox({ sandbox: ref, sessionId: 'remote', expectedRevision: 'r1' }, { progress: (_phase, message) => said.push(message ?? '') });
+    assert.equal(said[0], `copying what changed in ${ref.name} since remote@r1`, 'the revision the sandbox was saved as is the one taken from');
+    const copyingAll = await remote.saveSandbox({ sandbox: ref, sessionId: 'remote', expectedRevision: 'r2' });
+    const fromDisk = await inPlace.saveSandbox({ sandbox: ref, sessionId: 'remote', expectedRevision: 'r3' });
+    assert.deepEqual([reusing.revision.ref.revision, copyingAll.revision.ref.revision, fromDisk.revision.ref.revision], ['r2', 'r3', 'r4']);
+    // The envelope names only the session: the same workspace gives the same bytes, whichever way it was read.
+    assert.equal(reusing.bundle.digest, fromDisk.bundle.digest);
+    assert.equal(copyingAll.bundle.digest, fromDisk.bundle.digest);
+    assert.deepEqual(reusing.workspace, fromDisk.workspace);
+    assert.deepEqual((await compare(remote, 'r2')).changes, []);
+    // Saved as r5 after one more edit, the sandbox is a revision nothing indexed here: the next save copies
+    // everything rather than index r5 for it.
+    write('late.txt', 'late\n');
+    const r5 = await inPlace.saveSandbox({ sandbox: ref, sessionId: 'remote', expectedRevision: 'r4' });
+    said.length = 0;
+    const unindexed = await indexed.saveSandbox({ sandbox: ref, sessionId: 'remote', expectedRevision: 'r5' }, { progress: (_phase, message) => said.push(message ?? '') });
+    assert.equal(said[0], `copying the workspace of ${ref.name}`);
+    assert.equal(unindexed.bundle.digest, r5.bundle.digest);
+    assert.deepEqual(fs.readdirSync(os.tmpdir()).filter((n) => n.startsWith('sandbox-sessions-save-')), [], 'nothing left behind');
+  });
+
+  it('refuses to read against a revision whose stored bundle was altered on disk, and keeps nothing of it', async () => {
+    const committed = await world.repo.checkoutExact({ sessionId: 'remote', revision: 'r1' });
+    const stored = await world.repo.objects.storedFile?.(committed.checkpoint.value.compatibilityBundle, 1 << 30);
+    assert.ok(stored !== undefined, 'the file repository keeps objects as files');
+    const original = fs.readFileSync(stored);
+    const altered = Buffer.from(original);
+    altered[Math.floor(altered.length / 2)] = 255 - (altered[Math.floor(altered.length / 2)] ?? 0);
+    const mode = fs.statSync(stored).mode;
+    fs.chmodSync(stored, 0o600);
+    fs.writeFileSync(stored, altered);
+    const cacheDir = path.join(world.dir, 'revisions-altered');
+    const fresh = new RevisionIndexCache(async () => world.repo, cacheDir);
+    try {
+      await assert.rejects(fresh.index('remote', 'r1'), (err: Error & { code?: string }) => err.code === 'integrity_mismatch');
+      assert.deepEqual(fs.existsSync(cacheDir) ? fs.readdirSync(cacheDir) : [], [], 'no tar or copy is left in the cache');
+    } finally {
+      fs.writeFileSync(stored, original);
+      fs.chmodSync(stored, mode);
+      await fresh.dispose();
+    }
+    assert.equal((await new RevisionIndexCache(async () => world.repo, cacheDir).index('remote', 'r1')).files.size > 0, true, 'restored, it reads again');
   });
 });
