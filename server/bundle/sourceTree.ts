@@ -41,7 +41,7 @@ export type ScanStats = Pick<BigIntStats, 'isDirectory' | 'isFile' | 'isSymbolic
 
 /**
  * What a scan reads a tree through: this machine's file system (`hostTree`), or a tree listed elsewhere — a remote
- * sandbox's workspace, outlined from its gateway listing (sessions/workspaceOutline.ts) — which is then admitted by
+ * sandbox's workspace, outlined from its gateway listing (sandboxes/remoteWorkspace.ts) — which is then admitted by
  * exactly the same rules.
  */
 export interface TreeReader {

@@ -242,6 +242,7 @@ export async function fileFlagsIn(client: GatewayClient, remoteDir: string, sign
   const out = await runChecked(client, ['sh', '-c', script, 'sh', remoteDir === '' ? '.' : remoteDir], 'listing executable files and links', signal);
   const records = out.toString('utf8').split('\0');
   const boundary = records.indexOf('');
+  if (boundary === -1) throw new TransferError('transfer_failed', 'listing executable files and links in the sandbox gave an answer without its separator');
   const relOf = (raw: string): string | undefined => (raw.startsWith('./') && !raw.slice(2).split('/').includes('..') ? raw.slice(2) : undefined);
   const setOf = (raws: string[]) => new Set(raws.map(relOf).filter((r): r is string => r !== undefined));
   return { executables: setOf(records.slice(0, boundary)), links: setOf(records.slice(boundary + 1).filter(Boolean)) };
