@@ -146,7 +146,9 @@ export const sessionMethods = {
   'sessions/saveSandbox': defineMethod('sessions/saveSandbox', {
     description:
       "Saves a sandbox's workspace as a session revision: snapshotted in place from a local sandbox's directory " +
-      '(else copied out through the gateway) under the V1 policy (exclusions listed; a secret file refuses the save, ' +
+      '(else copied out through the gateway, except the files whose digest, computed in the sandbox, matches the revision ' +
+      'it was opened from or last saved as when this server has that revision indexed: those are taken from it) under ' +
+      'the V1 policy (exclusions listed; a secret file refuses the save, ' +
       'named), packed and published, then `r1` of a new ' +
       'session (no `expectedRevision`) or a compare-and-set commit on `expectedRevision` (`revision_conflict` if the ' +
       'head moved). `commitId` makes a retry return the same revision.',
@@ -188,7 +190,9 @@ export const sessionMethods = {
     description:
       "What a sandbox's workspace changed since a retained revision: the workspace is captured as `sessions/saveSandbox` " +
       "would capture it (same policy, nothing committed) and its files compared with the revision's `workspace/`, by " +
-      'size and mode, then byte for byte. Exactly what a save on that revision would change.',
+      'size and mode, then byte for byte — for a sandbox without a directory on this machine, by the SHA-256 computed in ' +
+      'the sandbox (nothing is copied out but symbolic links, or everything of that size when the image has no GNU ' +
+      '`sha256sum`). Exactly what a save on that revision would change.',
     params: withProgressToken(z.object({ sandbox: SandboxRefSchema, sessionId: IdentifierSchema, revision: RevisionSchema })),
     result: WorkspaceChangesSchema,
     progress: true,
