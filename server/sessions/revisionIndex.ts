@@ -230,7 +230,7 @@ function bounded(what: string, max: number, see?: (chunk: Buffer) => void): Tran
   return new Transform({
     transform(chunk: Buffer, _encoding, done) {
       total += chunk.length;
-      if (total > max) done(new RevisionBrowseError('integrity_mismatch', `the stored bundle of this revision is larger ${what} than a bundle may be (${max} bytes)`));
+      if (total > max) done(new RevisionBrowseError('integrity_mismatch', `the stored bundle of this revision is over the ${what} size a bundle may have (${max} bytes)`));
       else {
         see?.(chunk);
         done(null, chunk);

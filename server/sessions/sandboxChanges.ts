@@ -3,8 +3,8 @@
 // what counts (.git, node_modules, caches and logs left out and listed; a secret file refuses, as it refuses a
 // save) — and each file is compared with the revision's `workspace/`: by size and executable bit, then byte for
 // byte against the revision's indexed tar (a remote file by its SHA-256, computed in the sandbox: see
-// sandboxes/remoteWorkspace.ts). Nothing is packed or committed. So the list is exactly what a save on that revision would
-// change, at the cost of reading the workspace once.
+// sandboxes/remoteWorkspace.ts). Nothing is packed or committed. So the list is exactly what a save on that revision
+// would change, at the cost of reading the workspace once.
 import fsp, { type FileHandle } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';

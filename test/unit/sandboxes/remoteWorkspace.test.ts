@@ -130,7 +130,7 @@ describe('a remote sandbox read against a revision held here (digests computed i
       { path: 'gone.txt', status: 'deleted' },
       { path: 'grown.txt', status: 'modified' },
       { path: 'mode.sh', status: 'modified' },
-            { path: 'samesize.txt', status: 'modified' },
+      { path: 'samesize.txt', status: 'modified' },
       { path: 'src/new.ts', status: 'added' },
     ];
     const viaGateway = await compare(remote);
