@@ -221,7 +221,8 @@ export async function readSessionTarball(file: string, into: string, limits: Ses
   await fsp.mkdir(path.join(into, 'workspace'), { mode: 0o755 });
   const reader = new TarballReader(into, limits);
   try {
-    await pipeline(fs.createReadStream(file), zlib.createZstdDecompress(), reader.sink());
+    // Output in 256 KiB chunks: Node's default of 16 KiB makes decompressing about three times slower.
+    await pipeline(fs.createReadStream(file, { highWaterMark: 1024 * 1024 }), zlib.createZstdDecompress({ chunkSize: 256 * 1024 }), reader.sink());
     if (!reader.ended || reader.current !== undefined) throw refuse("the sandbox's tarball is truncated");
   } catch (err) {
     reader.current?.out?.destroy();

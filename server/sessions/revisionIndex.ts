@@ -9,8 +9,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import zlib from 'node:zlib';
 import { DEFAULT_PEOPLE_LIMITS } from '../../protocol/bundle';
+import { createBundleZstdDecompressor } from '../bundle/zstdFrame';
 import { openSessionCheckpointBundleV1 } from '../repository/checkpoint';
 import type { KnownFileCopy, KnownWorkspace } from '../sandboxes/remoteWorkspace';
 import { forEachConcurrently } from '../sandboxes/transfer';
@@ -108,7 +108,7 @@ export class RevisionIndexCache {
       await pipeline(
         createReadStream(bundle.path, { highWaterMark: 1024 * 1024 }),
         bounded('compressed', limits.maxCompressedBytes, (chunk) => hash.update(chunk)),
-        zlib.createZstdDecompress(),
+        createBundleZstdDecompressor(),
         bounded('decompressed', limits.maxDecompressedTarBytes),
         createWriteStream(tarPath, { mode: 0o600, highWaterMark: 1024 * 1024 }),
       );
