@@ -174,7 +174,7 @@ export class SandboxSessionService {
    * The files of the revision a remote sandbox most likely shares most of its workspace with — the one it was opened
    * from or last saved as, else the one this save commits on — for its save to take unchanged files from instead of
    * the gateway, if that revision is indexed here already (VS Code's Source Control view compares a sandbox with it,
-   * which indexes it). Indexing it just for the save would cost more than it saves through a local gateway
+   * which indexes it). Indexing it just for the save would cost about what it saves through a local gateway
    * (bench/sandboxChanges.ts). Only a shortcut: without one everything is copied as before.
    */
   private async knownFor(input: SaveSandboxInput): Promise<{ files: KnownWorkspace; revision: string } | undefined> {
