@@ -1,0 +1,74 @@
+// Hashing files inside a sandbox: what a sandbox answers is not trusted. A real `sha256sum -z` through a real local
+// gateway for the ordinary answers; a client playing a sandbox for the answers no honest GNU sha256sum gives.
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { GatewayClient, type CommandOutput } from '../../../protocol/kruntimes/gatewayClient';
+import { stopGateway } from '../../../server/gateway/daemonClient';
+import { createLogger } from '../../../server/log';
+import { LocalSandboxProvider } from '../../../server/sandboxes/localProvider';
+import { sha256InSandbox } from '../../../server/sandboxes/sandboxDigests';
+
+const REPO = path.resolve(__dirname, '../../..');
+const sha = (text: string) => createHash('sha256').update(text).digest('hex');
+
+/** A sandbox whose every command answers `answer(argv)`. */
+function playing(answer: (argv: string[]) => Partial<CommandOutput>): GatewayClient {
+  const client = Object.create(GatewayClient.prototype) as GatewayClient;
+  client.runCommand = async (command) => ({ exitCode: 0, stdout: Buffer.alloc(0), stderr: Buffer.alloc(0), timedOut: false, truncated: false, ...answer(command.argv ?? []) }) as CommandOutput;
+  return client;
+}
+
+describe('SHA-256 computed in a sandbox', function () {
+  this.timeout(60_000);
+  let work: string;
+  let root: string;
+  let client: GatewayClient;
+
+  before(async () => {
+    work = fs.mkdtempSync(path.join(os.tmpdir(), 'digests-'));
+    const provider = new LocalSandboxProvider({
+      stateDir: path.join(work, 'state'),
+      gatewayCommand: [process.execPath, '--import', 'tsx', path.join(REPO, 'server/main.ts'), 'gateway'],
+      log: createLogger(fs.createWriteStream('/dev/null'), 'error'),
+    });
+    const sandbox = await provider.create({ provider: 'local', runtime: 'process', namespace: 'default' }, { waitForReady: true });
+    root = (await provider.hostDirectory(sandbox.ref)) as string;
+    const connection = await provider.open(sandbox.ref);
+    client = new GatewayClient({ endpoint: connection.endpoint, token: connection.token });
+  });
+
+  after(async () => {
+    await client?.close();
+    await stopGateway({ stateDir: path.join(work, 'state') });
+    fs.rmSync(work, { recursive: true, force: true });
+  });
+
+  it('hashes 450 files in several commands, names with spaces, quotes, a leading dash and a newline included', async () => {
+    const names = ['-n', 'a  b', "it's", 'new\nline', '深/好', ...Array.from({ length: 445 }, (_, i) => `many/f${i}.txt`)];
+    fs.mkdirSync(path.join(root, '深'));
+    fs.mkdirSync(path.join(root, 'many'));
+    for (const n of names) fs.writeFileSync(path.join(root, n), `content of ${n}`);
+    const digests = await sha256InSandbox(client, [...names, 'gone.txt', 'many']);
+    assert.ok(digests !== undefined);
+    assert.equal(digests.size, names.length, 'a path that is gone or a directory is left out');
+    for (const n of names) assert.equal(digests.get(n), sha(`content of ${n}`), n);
+  });
+
+  it('answers undefined when the sandbox cannot hash: no sha256sum, or one without -z', async () => {
+    assert.equal(await sha256InSandbox(playing(() => ({ exitCode: 127, stderr: Buffer.from('sh: sha256sum: not found') })), ['a']), undefined);
+    assert.equal(await sha256InSandbox(playing(() => ({ exitCode: 1, stderr: Buffer.from('sha256sum: unrecognized option: z') })), ['a']), undefined);
+  });
+
+  it('distrusts an answer that names a file it was not asked about, or is not a digest', async () => {
+    const lying = (stdout: string) => sha256InSandbox(playing(() => ({ stdout: Buffer.from(stdout) })), ['a.txt']);
+    assert.equal(await lying(`${sha('x')}  ./b.txt\0`), undefined, 'another file');
+    assert.equal(await lying(`${sha('x')}  ./../a.txt\0`), undefined, 'a path out of the workspace');
+    assert.equal(await lying(`${sha('x').toUpperCase()}  ./a.txt\0`), undefined, 'not lowercase hex');
+    assert.equal(await lying(`${sha('x').slice(0, 60)}  ./a.txt\0`), undefined, 'too short');
+    assert.deepEqual(await lying(`${sha('x')}  ./a.txt\0`), new Map([['a.txt', sha('x')]]));
+    assert.deepEqual(await lying(`${sha('x')} *./a.txt\0`), new Map([['a.txt', sha('x')]]), 'binary mode marker');
+  });
+});
