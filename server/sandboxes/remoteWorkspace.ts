@@ -56,13 +56,15 @@ export async function surveyWorkspace(client: GatewayClient, known: Pick<KnownWo
   const skipped: WorkspaceSurvey['skipped'] = [];
   // The listing and the one `find` for modes and links are independent: both at once.
   const [listed, { executables, links }] = await Promise.all([listTree(client, '', { signal, skip: skipExcluded(skipped) }), fileFlagsIn(client, '', signal)]);
+  // A file with the known file's size and mode is a candidate for its digest; any other is unknown, or read.
+  const sameShape: WorkspaceSurvey['files'] = [];
   const files: WorkspaceSurvey['files'] = listed.files.map((f) => {
     const executable = executables.has(f.rel);
     const was = known.files.get(WORKSPACE + f.rel);
-    const verdict: FileVerdict = throughLink(f.rel, links) ? 'read' : was !== undefined && was.size === f.size && was.executable === executable ? 'same' : 'unknown';
-    return { ...f, executable, verdict };
+    const file = { ...f, executable, verdict: (throughLink(f.rel, links) ? 'read' : 'unknown') as FileVerdict };
+    if (file.verdict === 'unknown' && was !== undefined && was.size === f.size && was.executable === executable) sameShape.push(file);
+    return file;
   });
-  const sameShape = files.filter((f) => f.verdict === 'same');
   const digests = sameShape.length === 0 ? undefined : await sha256InSandbox(client, sameShape.map((f) => f.rel), signal);
   for (const file of sameShape) {
     const digest = digests?.get(file.rel);
