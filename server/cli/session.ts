@@ -32,7 +32,10 @@ const SUBCOMMANDS = {
     ['commit <id> <bundle-file> --agent-id A [--activation-id X]', 'create a new session with the bundle as r1'],
   ],
   delete: [['delete <id>', 'delete a session and its revisions (its id is never reused)']],
-  diff: [['diff <id>[@rN] <sandbox> [--namespace NS] [--state-dir DIR]', "what a local sandbox's workspace changed since the revision (A/M/D and path)"]],
+  diff: [
+    ['diff <id>[@rN] <sandbox> [--namespace NS] [--state-dir DIR]', "what a local sandbox's workspace changed since the revision (A/M/D and path)"],
+    ['diff <sandbox>', '… since the revision the sandbox was opened from or last saved as'],
+  ],
   activate: [['activate <id> --message "…"', 'run one activation (agent turn) in a fresh sandbox and commit it']],
   fork: [['fork <id>@<rN> [--to <new-id>]', 'fork a session at a retained revision']],
   gc: [['gc', 'delete objects no retained revision or fork references']],
@@ -186,9 +189,11 @@ async function digestFile(file: string): Promise<{ digest: string; bytes: number
 
 const HANDLERS: Record<Subcommand, Handler> = {
   async diff(repo, args, values) {
-    const [target, name] = exactly(args, ['id[@rN]', 'sandbox']) as [string, string];
+    // One argument: the sandbox, compared with the revision it was opened from or last saved as.
+    const [target, name] = (args.length === 1 ? [undefined, args[0]] : exactly(args, ['id[@rN]', 'sandbox'])) as [string | undefined, string];
     const { diffSandbox, diffText } = await import('./sessionDiff.js');
-    const changes = await diffSandbox(repo, { ...parseTarget(target), sandbox: { name, namespace: values.namespace ?? 'default', stateDir: values['state-dir'] } });
+    const since = target === undefined ? {} : parseTarget(target);
+    const changes = await diffSandbox(repo, { ...since, sandbox: { name, namespace: values.namespace ?? 'default', stateDir: values['state-dir'] } });
     return { json: changes, text: diffText(changes) };
   },
 

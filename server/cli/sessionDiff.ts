@@ -1,10 +1,12 @@
-// `sandbox-sessions session diff <id>[@rN] <sandbox>`: what a local sandbox changed since a session revision
-// (default: the head), as `git diff --name-status` prints it (A, M, D and the path), from the very code of the
-// companion's `sessions/compareSandbox` and the MCP tool `session_diff`.
+// `sandbox-sessions session diff [<id>[@rN]] <sandbox>`: what a local sandbox changed since a session revision
+// (default: the head; with no session, the revision the sandbox was opened from or last saved as), as
+// `git diff --name-status` prints it (A, M, D and the path), from the very code of the companion's
+// `sessions/compareSandbox` and the MCP tool `session_diff`.
 import fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { WorkspaceChanges } from '../../protocol/companion/sessions';
+import type { SandboxRef } from '../../protocol/sandboxes';
 import { createLogger } from '../log';
 import type { SessionRepository } from '../repository/contract';
 import { SessionRepositoryError } from '../repository/errors';
@@ -12,9 +14,11 @@ import { LocalSandboxProvider } from '../sandboxes/localProvider';
 import { RevisionIndexCache } from '../sessions/revisionIndex';
 import { compareSandboxWithRevision } from '../sessions/sandboxChanges';
 import { SandboxSessionService } from '../sessions/sandboxSessions';
+import { UsageError } from './args';
 
 export interface SessionDiffInput {
-  sessionId: string;
+  /** Undefined: the session revision the sandbox records (opened from, or last saved as). */
+  sessionId?: string | undefined;
   revision?: string | undefined;
   /** The local sandbox: its name, namespace and the local runtime's state directory (undefined: the default). */
   sandbox: { name: string; namespace: string; stateDir?: string | undefined };
@@ -23,19 +27,29 @@ export interface SessionDiffInput {
 const LETTER = { added: 'A', modified: 'M', deleted: 'D' } as const;
 
 export async function diffSandbox(repository: SessionRepository, input: SessionDiffInput): Promise<WorkspaceChanges> {
-  const revision = input.revision ?? (await repository.listRevisions(input.sessionId)).find((r) => r.isHead)?.ref.revision;
-  if (revision === undefined) throw new SessionRepositoryError('session_not_found', `session ${input.sessionId} has no retained revision`);
   const log = createLogger(process.stderr, 'warn');
   const provider = new LocalSandboxProvider({ ...(input.sandbox.stateDir !== undefined ? { stateDir: input.sandbox.stateDir } : {}), log });
+  const sandbox = { provider: 'local' as const, context: 'local', namespace: input.sandbox.namespace, name: input.sandbox.name };
   const revisions = new RevisionIndexCache(async () => repository, await fsp.mkdtemp(path.join(os.tmpdir(), 'sandbox-sessions-diff-')));
   try {
+    const since = input.sessionId !== undefined ? { sessionId: input.sessionId, revision: input.revision } : await ownRevision(provider, sandbox);
+    const revision = since.revision ?? (await repository.listRevisions(since.sessionId)).find((r) => r.isHead)?.ref.revision;
+    if (revision === undefined) throw new SessionRepositoryError('session_not_found', `session ${since.sessionId} has no retained revision`);
     const sessions = new SandboxSessionService(async () => repository, new Map([['local', provider]]), { kind: 'file', description: '' }, log);
-    const sandbox = { provider: 'local' as const, context: 'local', namespace: input.sandbox.namespace, name: input.sandbox.name };
-    return await compareSandboxWithRevision({ sessions, revisions }, { sandbox, sessionId: input.sessionId, revision });
+    return await compareSandboxWithRevision({ sessions, revisions }, { sandbox, sessionId: since.sessionId, revision });
   } finally {
     await revisions.dispose();
     await provider.dispose();
   }
+}
+
+/** The session revision the sandbox's Run records (sandboxRevision.ts); a sandbox without one is named in the error. */
+async function ownRevision(provider: LocalSandboxProvider, sandbox: SandboxRef): Promise<{ sessionId: string; revision: string }> {
+  const mark = (await provider.get(sandbox)).sandbox.sessionRevision;
+  if (mark === undefined) {
+    throw new UsageError(`${sandbox.name} was not opened from a session revision nor saved as one; name one: session diff <id>[@rN] ${sandbox.name}`);
+  }
+  return mark;
 }
 
 /** `git diff --name-status` lines, then one line of totals (and what the policy left out). */

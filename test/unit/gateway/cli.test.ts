@@ -129,9 +129,22 @@ describe('CLI: sandbox and doctor', function () {
     const json = await diff(['cli-session', 'cli-diff', '--json']);
     const parsed = JSON.parse(json.out) as { against: { revision: string }; changes: { path: string; status: string }[]; total: number };
     assert.deepEqual([parsed.against.revision, parsed.total, parsed.changes.map((c) => c.status)], ['r1', 3, ['modified', 'deleted', 'added']]);
+    // With the sandbox alone: since the revision it was saved as (its Run's annotation).
+    const own = await diff(['cli-diff']);
+    assert.equal(own.code, 0, own.err);
+    assert.equal(own.out, changed.out);
+    const unmarked = await sandbox(stateDir, ['create', '--name', 'cli-unmarked', '--runtime', 'process']);
+    assert.equal(unmarked.code, 0, unmarked.err);
+    const noRevision = await diff(['cli-unmarked']);
+    assert.equal(noRevision.code, 2);
+    assert.match(noRevision.err, /cli-unmarked was not opened from a session revision nor saved as one; name one: session diff <id>\[@rN\] cli-unmarked/);
+    assert.equal((await sandbox(stateDir, ['delete', 'cli-unmarked'])).code, 0);
     const noSandbox = await diff(['cli-session']);
-    assert.equal(noSandbox.code, 2);
-    assert.match(noSandbox.err, /expected <id\[@rN\]> <sandbox>/);
+    assert.notEqual(noSandbox.code, 0);
+    assert.match(noSandbox.err, /cli-session/);
+    const tooMany = await diff(['a', 'b', 'c']);
+    assert.equal(tooMany.code, 2);
+    assert.match(tooMany.err, /expected <id\[@rN\]> <sandbox>/);
     const unknown = await diff(['nope', 'cli-diff']);
     assert.notEqual(unknown.code, 0);
     assert.match(unknown.err, /nope/);

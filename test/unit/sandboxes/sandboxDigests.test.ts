@@ -3,15 +3,11 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { GatewayClient, type CommandOutput } from '../../../protocol/kruntimes/gatewayClient';
-import { stopGateway } from '../../../server/gateway/daemonClient';
-import { createLogger } from '../../../server/log';
-import { LocalSandboxProvider } from '../../../server/sandboxes/localProvider';
 import { sha256InSandbox } from '../../../server/sandboxes/sandboxDigests';
+import { createActivationWorld, type ActivationWorld } from '../../fixtures/activation/harness';
 
-const REPO = path.resolve(__dirname, '../../..');
 const sha = (text: string) => createHash('sha256').update(text).digest('hex');
 
 /** A sandbox whose every command answers `answer(argv)`. */
@@ -23,27 +19,21 @@ function playing(answer: (argv: string[]) => Partial<CommandOutput>): GatewayCli
 
 describe('SHA-256 computed in a sandbox', function () {
   this.timeout(60_000);
-  let work: string;
+  let world: ActivationWorld;
   let root: string;
   let client: GatewayClient;
 
   before(async () => {
-    work = fs.mkdtempSync(path.join(os.tmpdir(), 'digests-'));
-    const provider = new LocalSandboxProvider({
-      stateDir: path.join(work, 'state'),
-      gatewayCommand: [process.execPath, '--import', 'tsx', path.join(REPO, 'server/main.ts'), 'gateway'],
-      log: createLogger(fs.createWriteStream('/dev/null'), 'error'),
-    });
-    const sandbox = await provider.create({ provider: 'local', runtime: 'process', namespace: 'default' }, { waitForReady: true });
-    root = (await provider.hostDirectory(sandbox.ref)) as string;
-    const connection = await provider.open(sandbox.ref);
+    world = await createActivationWorld();
+    const sandbox = await world.provider.create({ provider: 'local', runtime: 'process', namespace: 'default' }, { waitForReady: true });
+    root = (await world.provider.hostDirectory(sandbox.ref)) as string;
+    const connection = await world.provider.open(sandbox.ref);
     client = new GatewayClient({ endpoint: connection.endpoint, token: connection.token });
   });
 
   after(async () => {
     await client?.close();
-    await stopGateway({ stateDir: path.join(work, 'state') });
-    fs.rmSync(work, { recursive: true, force: true });
+    await world?.dispose();
   });
 
   it('hashes 450 files in several commands, names with spaces, quotes, a leading dash and a newline included', async () => {
