@@ -6,15 +6,19 @@
 // Prints per-phase times (`claim` is the time before the first progress event) and the ratio overhead / baseline
 // (issue 25's goals: ≤ 1.5× on 100 MB, ≤ 150 ms on 1 MB), twice: `warm`, a turn after a turn on this machine (the
 // tree the last activation packed is kept and taken: seed 000's loop, activation/keptSessionTrees.ts), and `cold`,
-// a turn with no kept tree (the first on this machine, or after another writer): the bundle hydrated.
+// a turn with no kept tree (the first on this machine, or after another writer): the bundle hydrated. For 1 MB, a
+// third line: warm turns once the session has `--history` (default 2,000) earlier finished activations on record (the
+// dedupe table; the repository keeps the newest 256 per session), so a turn's cost does not grow with its history.
 // Real parts: the local gateway daemon (process backend), the file repository, real processes.
-// Run: npx tsx bench/activation.ts [--runs N] [--only 1mb|100mb]
+// Run: npx tsx bench/activation.ts [--runs N] [--only 1mb|100mb] [--history N]
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { DEFAULT_PEOPLE_LIMITS } from '../protocol/bundle';
 import { neutralIdentity } from '../server/activation/stateIdentity';
+import { newOwnerToken } from '../server/repository/activationStore';
+import type { SessionRepository } from '../server/repository/contract';
 import { packSessionBundle } from '../server/bundle';
 import { publishSessionCheckpointV1 } from '../server/repository/checkpoint';
 import { createActivationWorld, message } from '../test/fixtures/activation/harness';
@@ -34,7 +38,18 @@ function timeShell(script: string): number {
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
 
-async function benchSize(label: string, files: number, bytes: number, runs: number): Promise<void> {
+/** `count` finished activations of the session, recorded as a turn records them (claim, then committed). */
+async function recordHistory(repo: SessionRepository, sessionId: string, count: number): Promise<void> {
+  const requestDigest = `sha256:${'0'.repeat(64)}`;
+  for (let i = 0; i < count; i++) {
+    const token = newOwnerToken();
+    const claim = await repo.activations.claim({ sessionId, activationId: `history-${i}`, requestDigest, token, ttlMs: 60_000 });
+    if (claim.kind !== 'claimed') throw new Error(`history-${i}: ${claim.kind}`);
+    await repo.activations.update(sessionId, `history-${i}`, token, (r) => ({ ...r, state: 'committed', revision: 'r1', outcome: { type: 'outcome', status: 'completed' } }));
+  }
+}
+
+async function benchSize(label: string, files: number, bytes: number, runs: number, history: number): Promise<void> {
   const world = await createActivationWorld();
   try {
     const tree = path.join(world.dir, 'tree');
@@ -59,7 +74,7 @@ async function benchSize(label: string, files: number, bytes: number, runs: numb
     const runner = world.runner();
     // One warm-up activation (starts the gateway daemon; not measured).
     await runner.run(message(sessionId, 'warmup', 'warm up'));
-    const samples: Record<'warm' | 'cold', Sample[]> = { warm: [], cold: [] };
+    const samples: Record<'warm' | 'cold' | 'history', Sample[]> = { warm: [], cold: [], history: [] };
     const activate = async (id: string): Promise<Sample> => {
       const marks: [string, number][] = [];
       const t0 = performance.now();
@@ -90,13 +105,27 @@ async function benchSize(label: string, files: number, bytes: number, runs: numb
       fs.rmSync(path.join(world.stateDir, 'kept-sessions'), { recursive: true, force: true });
       samples.cold.push(await activate(`cold-${i}`));
     }
+    let recording = 0;
+    if (history > 0) {
+      const t0 = performance.now();
+      await recordHistory(world.repo, sessionId, history);
+      recording = performance.now() - t0;
+      await activate('history-warm-up');
+      for (let i = 0; i < runs; i++) samples.history.push(await activate(`history-${i}-turn`));
+    }
     const base = median(baseline);
     console.log(`\n${label}: ${files} files, ${(written / 1e6).toFixed(1)} MB payload, bundle ${(artifact.compressedBytes / 1e6).toFixed(1)} MB (median of ${runs})`);
     console.log(`  baseline tar|zstd pack+unpack ${base.toFixed(0)} ms; runs ${baseline.map((b) => b.toFixed(0)).join(' ')} ms`);
-    for (const kind of ['warm', 'cold'] as const) {
+    const titles = {
+      warm: "warm (the last turn's tree kept here)",
+      cold: 'cold (no kept tree: the bundle hydrated)',
+      history: `warm, after ${history} earlier turns of the session were recorded (${(recording / 1000).toFixed(1)} s to record them)`,
+    };
+    for (const kind of ['warm', 'cold', 'history'] as const) {
       const of = samples[kind];
+      if (of.length === 0) continue;
       const overhead = median(of.map((s) => s.total - s.agent));
-      console.log(`  ${kind === 'warm' ? 'warm (the last turn\'s tree kept here)' : 'cold (no kept tree: the bundle hydrated)'}`);
+      console.log(`  ${titles[kind]}`);
       console.log(`    activation total         ${median(of.map((s) => s.total)).toFixed(0)} ms`);
       console.log(`    agent command (excluded) ${median(of.map((s) => s.agent)).toFixed(0)} ms`);
       for (const p of Object.keys(of[0]?.phases ?? {})) console.log(`      ${p.padEnd(10)} ${median(of.map((s) => s.phases[p] ?? 0)).toFixed(0)} ms`);
@@ -113,16 +142,17 @@ async function benchSize(label: string, files: number, bytes: number, runs: numb
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { runs: { type: 'string', default: '3' }, only: { type: 'string' } } });
+  const { values } = parseArgs({ options: { runs: { type: 'string', default: '3' }, only: { type: 'string' }, history: { type: 'string', default: '2000' } } });
   const runs = Number(values.runs);
+  const history = Number(values.history);
   try {
     execFileSync('zstd', ['--version'], { stdio: 'ignore' });
   } catch {
     console.error('bench/activation: the `zstd` command is missing; install it (Debian: apt-get install zstd) to measure the baseline.');
     process.exit(1);
   }
-  if (values.only !== '100mb') await benchSize('1mb', 40, 1_000_000, runs);
-  if (values.only !== '1mb') await benchSize('100mb', 400, 100_000_000, runs);
+  if (values.only !== '100mb') await benchSize('1mb', 40, 1_000_000, runs, history);
+  if (values.only !== '1mb') await benchSize('100mb', 400, 100_000_000, runs, 0);
 }
 
 main().catch((err: unknown) => {

@@ -1,8 +1,10 @@
 // The control plane's activation store and per-Session lease, kept in the session repository so
 // every server sharing a repository (file or postgres) sees the same ones: the dedupe table
-// `(sessionId, activationId)` → state and terminal outcome (a committed id is never run again), and
-// one expiring lease per Session (one activation at a time). Ownership is a random token plus the
-// holder's process identity; an expired owner, or one whose process is provably dead, is taken over.
+// `(sessionId, activationId)` → state and terminal outcome (a committed id is not run again), and
+// one expiring lease per Session (one activation at a time). A Session's finished records beyond the
+// newest `finishedActivationsKept` are forgotten as another one finishes (retention.ts says why).
+// Ownership is a random token plus the holder's process identity; an expired owner, or one whose
+// process is provably dead, is taken over.
 // Claims, leases and heartbeats are written without waiting for the disk (WriteOptions.durable false): they only
 // matter while their owner's process lives, and a crash of the machine kills it — its claim is then taken over
 // (or, lost, made anew) and its lease broken either way. What outlives a process (the sandbox an attempt created,
@@ -11,7 +13,8 @@ import { randomBytes } from 'node:crypto';
 import { requireIdentifier } from './identifiers';
 import { toRepositoryError } from './errors';
 import { currentProcessIdentity, ownerLiveness } from '../platform/processIdentity';
-import type { ActivationRecord, LeaseOwner, SessionLease } from './records';
+import { type ActivationRecord, forgettableActivation, type LeaseOwner, type SessionLease } from './records';
+import { DEFAULT_FINISHED_ACTIVATIONS_KEPT } from './retention';
 import type { RepositoryStorage, WriteOptions } from './storage';
 
 const NOT_DURABLE: WriteOptions = { durable: false };
@@ -49,6 +52,7 @@ export class ActivationStore {
   constructor(
     private readonly storage: RepositoryStorage,
     private readonly clock: () => Date = () => new Date(),
+    private readonly finishedKept: number = DEFAULT_FINISHED_ACTIVATIONS_KEPT,
   ) {}
 
   private owner(input: OwnerInput, now: Date): LeaseOwner {
@@ -121,6 +125,7 @@ export class ActivationStore {
         if (!existing || existing.owner?.token !== token || existing.state === 'committed') return undefined;
         const next = { ...change(existing), updatedAt: this.clock().toISOString() };
         await w.updateActivation(next);
+        if (forgettableActivation(next)) await w.dropFinishedActivations(sessionId, this.finishedKept);
         return next;
       }, options),
     );

@@ -42,7 +42,7 @@ export class RepositoryEngine implements SessionRepository {
     this.kind = storage.kind;
     this.keepRevisions = policy.keepRevisions;
     this.objects = storage.objects;
-    this.activations = new ActivationStore(storage, clock);
+    this.activations = new ActivationStore(storage, clock, policy.finishedActivationsKept);
   }
 
   checkoutCurrent(sessionId: string): Promise<CommittedSessionRevision> {

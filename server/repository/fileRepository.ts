@@ -3,6 +3,7 @@
 // content-addressed object directory. Survives SIGKILL at any instant: a writer that dies before
 // its rename leaves the old state (and a lock the next writer reclaims); after it, the new one.
 import { randomUUID } from 'node:crypto';
+import type { BigIntStats } from 'node:fs';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -14,7 +15,7 @@ import { RepositoryEngine } from './engine';
 import { SessionRepositoryError } from './errors';
 import { acquireFileLock, removeDeadLockLeftovers } from './fileLock';
 import { FileObjectStore } from './fileObjectStore';
-import { emptyFileState, type FileState, FileStateView, parseFileState } from './fileState';
+import { checkStateToWrite, emptyFileState, type FileState, FileStateView, parseFileState } from './fileState';
 import { referencedObjectIds, retentionPolicy } from './retention';
 import type { RepositoryReader, RepositoryStorage, RepositoryWriter, WriteOptions } from './storage';
 
@@ -27,6 +28,8 @@ export interface FileRepositoryOptions {
   storageRoot: string;
   keepRevisions?: number;
   gcGraceMs?: number;
+  /** Finished activations remembered per Session (default 256; retention.ts). */
+  finishedActivationsKept?: number;
   lockTimeoutMs?: number;
 }
 
@@ -51,6 +54,10 @@ export async function openFileSessionRepository(options: FileRepositoryOptions):
   return new RepositoryEngine(storage, policy);
 }
 
+function stateFileKey(st: BigIntStats): string {
+  return `${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
+}
+
 class FileStorage implements RepositoryStorage {
   readonly kind = 'file' as const;
   readonly verifiesInsideWrite = false;
@@ -70,7 +77,8 @@ class FileStorage implements RepositoryStorage {
 
   /**
    * Reads and checks the state document. Every write replaces the file (new inode), so an unchanged
-   * (dev, ino, size, mtime, ctime) means unchanged content and the parsed, checked state is reused.
+   * (dev, ino, size, mtime, ctime) means unchanged content and the parsed, checked state is reused: the one
+   * last read, or the one this process last wrote (save), which is then never parsed back.
    */
   async load(): Promise<FileState> {
     let handle: fs.FileHandle;
@@ -81,8 +89,7 @@ class FileStorage implements RepositoryStorage {
       throw err;
     }
     try {
-      const st = await handle.stat({ bigint: true });
-      const key = `${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
+      const key = stateFileKey(await handle.stat({ bigint: true }));
       if (this.cache?.key === key) return this.cache.state;
       const state = parseFileState(await handle.readFile('utf8'), this.stateFile);
       this.cache = { key, state };
@@ -164,6 +171,7 @@ class FileStorage implements RepositoryStorage {
    * directory's entries as they are then (the name → the newest state file, whose bytes were fsynced before its rename).
    */
   private async save(state: FileState, durable: boolean): Promise<void> {
+    checkStateToWrite(state, this.stateFile);
     await this.removeDeadTemps();
     const tmp = `${this.stateFile}.${randomUUID()}.tmp`;
     const handle = await fs.open(tmp, 'wx', 0o600);
@@ -179,6 +187,8 @@ class FileStorage implements RepositoryStorage {
       await removeIfPresent(tmp);
       throw err;
     }
+    // Under the lock nobody else replaces the file: what is there now is what we just wrote.
+    this.cache = { key: stateFileKey(await fs.stat(this.stateFile, { bigint: true })), state };
     if (durable) await fsyncDir(this.root);
   }
 

@@ -20,6 +20,8 @@ import {
   SessionRecordSchema,
   type Tombstone,
   TombstoneSchema,
+  forgettableActivation,
+  newestActivationFirst,
 } from './records';
 import type { RepositoryWriter } from './storage';
 import { byCodeUnits } from '../platform/codeUnitOrder';
@@ -92,76 +94,90 @@ function same(a: unknown, b: unknown): boolean {
   return encodeJcs(a ?? null) === encodeJcs(b ?? null);
 }
 
+type Fail = (why: string) => SessionRepositoryError;
+
 /** The cross-record rules; any violation is integrity_mismatch (fail closed). */
-export function checkConsistency(state: FileState, file: string): void {
-  const sessions = checkSessions(state, file);
-  checkTombstones(state, file, sessions);
-  const revisions = checkRevisions(state, file, sessions);
-  checkReceipts(state, file, sessions, revisions);
-  const forks = checkForks(state, file, sessions);
-  checkActivationsAndLeases(state, file);
-  checkForkBindings(state, file, forks);
+function checkConsistency(state: FileState, file: string): void {
+  checkRules(state, (why) => corrupt(file, why));
+}
+
+/**
+ * The same rules on a state this process is about to write (which it then keeps without reading it back): a change
+ * that would break them is refused, and nothing is written.
+ */
+export function checkStateToWrite(state: FileState, file: string): void {
+  checkRules(state, (why) => new SessionRepositoryError('integrity_mismatch', `refusing to write ${file}: the change would contradict it (${why}); nothing was written`));
+}
+
+function checkRules(state: FileState, fail: Fail): void {
+  const sessions = checkSessions(state, fail);
+  checkTombstones(state, fail, sessions);
+  const revisions = checkRevisions(state, fail, sessions);
+  checkReceipts(state, fail, sessions, revisions);
+  const forks = checkForks(state, fail, sessions);
+  checkActivationsAndLeases(state, fail);
+  checkForkBindings(state, fail, forks);
 }
 
 /** Each session once, with a head, retention and created r1 that agree. */
-function checkSessions(state: FileState, file: string): Map<string, SessionRecord> {
+function checkSessions(state: FileState, fail: Fail): Map<string, SessionRecord> {
   const sessions = new Map<string, SessionRecord>();
   for (const s of state.sessions) {
-    if (sessions.has(s.sessionId)) throw corrupt(file, `session ${s.sessionId} appears twice`);
+    if (sessions.has(s.sessionId)) throw fail(`session ${s.sessionId} appears twice`);
     sessions.set(s.sessionId, s);
-    if (s.nextRevisionNumber !== s.head + 1) throw corrupt(file, `session ${s.sessionId}: nextRevisionNumber ${s.nextRevisionNumber} ≠ head r${s.head} + 1`);
-    if (s.oldestRetained > s.head) throw corrupt(file, `session ${s.sessionId}: oldest retained r${s.oldestRetained} is after head r${s.head}`);
+    if (s.nextRevisionNumber !== s.head + 1) throw fail(`session ${s.sessionId}: nextRevisionNumber ${s.nextRevisionNumber} ≠ head r${s.head} + 1`);
+    if (s.oldestRetained > s.head) throw fail(`session ${s.sessionId}: oldest retained r${s.oldestRetained} is after head r${s.head}`);
     if (s.created.ref.sessionId !== s.sessionId || s.created.ref.revision !== 'r1' || s.created.agentId !== s.agentId) {
-      throw corrupt(file, `session ${s.sessionId}: created revision is not its own r1`);
+      throw fail(`session ${s.sessionId}: created revision is not its own r1`);
     }
     if ((s.forkedFrom === undefined) !== (s.createdByForkId === undefined) || !same(s.created.forkedFrom, s.forkedFrom)) {
-      throw corrupt(file, `session ${s.sessionId}: fork binding is inconsistent`);
+      throw fail(`session ${s.sessionId}: fork binding is inconsistent`);
     }
   }
   return sessions;
 }
 
 /** A deleted session is listed once, and is not live. */
-function checkTombstones(state: FileState, file: string, sessions: Map<string, SessionRecord>): void {
+function checkTombstones(state: FileState, fail: Fail, sessions: Map<string, SessionRecord>): void {
   const tombstones = new Set<string>();
   for (const t of state.tombstones) {
-    if (tombstones.has(t.sessionId) || sessions.has(t.sessionId)) throw corrupt(file, `deleted session ${t.sessionId} is listed twice or still live`);
+    if (tombstones.has(t.sessionId) || sessions.has(t.sessionId)) throw fail(`deleted session ${t.sessionId} is listed twice or still live`);
     tombstones.add(t.sessionId);
   }
 }
 
 /** Each session has exactly its retained revisions, r1 being its created revision. */
-function checkRevisions(state: FileState, file: string, sessions: Map<string, SessionRecord>): Map<string, RevisionRecord> {
+function checkRevisions(state: FileState, fail: Fail, sessions: Map<string, SessionRecord>): Map<string, RevisionRecord> {
   const revisions = new Map<string, RevisionRecord>();
   const counts = new Map<string, number>();
   for (const r of state.revisions) {
     const s = sessions.get(r.sessionId);
-    if (!s) throw corrupt(file, `revision r${r.revision} belongs to unknown session ${r.sessionId}`);
+    if (!s) throw fail(`revision r${r.revision} belongs to unknown session ${r.sessionId}`);
     const key = `${r.sessionId}\u0000${r.revision}`;
-    if (revisions.has(key)) throw corrupt(file, `revision ${r.sessionId}@r${r.revision} appears twice`);
-    if (r.revision < s.oldestRetained || r.revision > s.head) throw corrupt(file, `revision ${r.sessionId}@r${r.revision} is outside r${s.oldestRetained}…r${s.head}`);
+    if (revisions.has(key)) throw fail(`revision ${r.sessionId}@r${r.revision} appears twice`);
+    if (r.revision < s.oldestRetained || r.revision > s.head) throw fail(`revision ${r.sessionId}@r${r.revision} is outside r${s.oldestRetained}…r${s.head}`);
     if (r.revision === 1 && (!same(r.checkpoint, s.created.checkpoint) || !same(r.lastCommittedActivationId, s.created.lastCommittedActivationId))) {
-      throw corrupt(file, `revision ${r.sessionId}@r1 differs from the session's created revision`);
+      throw fail(`revision ${r.sessionId}@r1 differs from the session's created revision`);
     }
     revisions.set(key, r);
     counts.set(r.sessionId, (counts.get(r.sessionId) ?? 0) + 1);
   }
   for (const s of state.sessions) {
     if ((counts.get(s.sessionId) ?? 0) !== s.head - s.oldestRetained + 1) {
-      throw corrupt(file, `session ${s.sessionId} does not have exactly revisions r${s.oldestRetained}…r${s.head}`);
+      throw fail(`session ${s.sessionId} does not have exactly revisions r${s.oldestRetained}…r${s.head}`);
     }
   }
   return revisions;
 }
 
 /** Each commit receipt once, matching the revision it produced. */
-function checkReceipts(state: FileState, file: string, sessions: Map<string, SessionRecord>, revisions: Map<string, RevisionRecord>): void {
+function checkReceipts(state: FileState, fail: Fail, sessions: Map<string, SessionRecord>, revisions: Map<string, RevisionRecord>): void {
   const receipts = new Set<string>();
   for (const c of state.commits) {
     const s = sessions.get(c.sessionId);
-    if (!s) throw corrupt(file, `commit receipt ${c.commitId} belongs to unknown session ${c.sessionId}`);
+    if (!s) throw fail(`commit receipt ${c.commitId} belongs to unknown session ${c.sessionId}`);
     const key = `${c.sessionId}\u0000${c.commitId}`;
-    if (receipts.has(key)) throw corrupt(file, `commit receipt ${c.commitId} appears twice`);
+    if (receipts.has(key)) throw fail(`commit receipt ${c.commitId} appears twice`);
     receipts.add(key);
     const expected = Number(c.input.expectedRevision.slice(1));
     const n = expected + 1;
@@ -175,52 +191,52 @@ function checkReceipts(state: FileState, file: string, sessions: Map<string, Ses
       !same(rev.checkpoint, c.result.checkpoint) ||
       !same(c.input.checkpoint, c.result.checkpoint)
     ) {
-      throw corrupt(file, `commit receipt ${c.commitId} of session ${c.sessionId} contradicts its revision`);
+      throw fail(`commit receipt ${c.commitId} of session ${c.sessionId} contradicts its revision`);
     }
   }
 }
 
 /** Each fork once, never onto its source, and a completed one onto the session it created. */
-function checkForks(state: FileState, file: string, sessions: Map<string, SessionRecord>): Map<string, ForkRecord> {
+function checkForks(state: FileState, fail: Fail, sessions: Map<string, SessionRecord>): Map<string, ForkRecord> {
   const forks = new Map<string, ForkRecord>();
   for (const f of state.forks) {
-    if (forks.has(f.forkId)) throw corrupt(file, `fork ${f.forkId} appears twice`);
+    if (forks.has(f.forkId)) throw fail(`fork ${f.forkId} appears twice`);
     forks.set(f.forkId, f);
-    if (f.targetSessionId === f.source.sessionId) throw corrupt(file, `fork ${f.forkId} targets its own source`);
+    if (f.targetSessionId === f.source.sessionId) throw fail(`fork ${f.forkId} targets its own source`);
     if (f.state === 'completed') {
-      if (f.target.sessionId !== f.targetSessionId || f.target.revision !== 'r1') throw corrupt(file, `fork ${f.forkId}: completed target is not ${f.targetSessionId}@r1`);
+      if (f.target.sessionId !== f.targetSessionId || f.target.revision !== 'r1') throw fail(`fork ${f.forkId}: completed target is not ${f.targetSessionId}@r1`);
       const t = sessions.get(f.targetSessionId);
-      if (t && t.createdByForkId !== f.forkId) throw corrupt(file, `fork ${f.forkId}: target ${f.targetSessionId} was not created by it`);
+      if (t && t.createdByForkId !== f.forkId) throw fail(`fork ${f.forkId}: target ${f.targetSessionId} was not created by it`);
     }
   }
   return forks;
 }
 
 /** Each activation once (a committed one with its revision and outcome), and one lease per session. */
-function checkActivationsAndLeases(state: FileState, file: string): void {
+function checkActivationsAndLeases(state: FileState, fail: Fail): void {
   const activationKeys = new Set<string>();
   for (const a of state.activations) {
     const key = activationKey(a.sessionId, a.activationId);
-    if (activationKeys.has(key)) throw corrupt(file, `activation ${a.activationId} of session ${a.sessionId} appears twice`);
+    if (activationKeys.has(key)) throw fail(`activation ${a.activationId} of session ${a.sessionId} appears twice`);
     activationKeys.add(key);
     if (a.state === 'committed' && (a.revision === undefined || a.outcome === undefined)) {
-      throw corrupt(file, `activation ${a.activationId} is committed without a revision and outcome`);
+      throw fail(`activation ${a.activationId} is committed without a revision and outcome`);
     }
   }
   const leaseKeys = new Set<string>();
   for (const l of state.leases) {
-    if (leaseKeys.has(l.sessionId)) throw corrupt(file, `session ${l.sessionId} has two activation leases`);
+    if (leaseKeys.has(l.sessionId)) throw fail(`session ${l.sessionId} has two activation leases`);
     leaseKeys.add(l.sessionId);
   }
 }
 
 /** A fork-created session is bound by the fork that names it. */
-function checkForkBindings(state: FileState, file: string, forks: Map<string, ForkRecord>): void {
+function checkForkBindings(state: FileState, fail: Fail, forks: Map<string, ForkRecord>): void {
   for (const s of state.sessions) {
     if (s.createdByForkId === undefined) continue;
     const f = forks.get(s.createdByForkId);
     if (!f || f.targetSessionId !== s.sessionId || !same(f.source, s.forkedFrom) || f.sourceAgentId !== s.agentId) {
-      throw corrupt(file, `session ${s.sessionId} claims fork ${s.createdByForkId}, which does not bind it`);
+      throw fail(`session ${s.sessionId} claims fork ${s.createdByForkId}, which does not bind it`);
     }
   }
 }
@@ -333,6 +349,13 @@ export class FileStateView implements RepositoryWriter {
   }
   async deleteLease(sessionId: string) {
     if (this.leases.delete(sessionId)) this.dirty = true;
+  }
+  async dropFinishedActivations(sessionId: string, keep: number) {
+    const finished = [...this.activations.values()].filter((a) => a.sessionId === sessionId && forgettableActivation(a)).sort(newestActivationFirst);
+    const dropped = finished.slice(keep);
+    for (const a of dropped) this.activations.delete(activationKey(a.sessionId, a.activationId));
+    if (dropped.length > 0) this.dirty = true;
+    return dropped.length;
   }
 
   async insertSession(record: SessionRecord) {

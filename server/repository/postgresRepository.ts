@@ -28,6 +28,7 @@ import {
   SessionRecordSchema,
   type Tombstone,
   TombstoneSchema,
+  FINISHED_ACTIVATION_STATES,
 } from './records';
 import { retentionPolicy } from './retention';
 import type { RepositoryReader, RepositoryStorage, RepositoryWriter } from './storage';
@@ -40,6 +41,8 @@ export interface PostgresRepositoryOptions {
   schema?: string;
   keepRevisions?: number;
   gcGraceMs?: number;
+  /** Finished activations remembered per Session (default 256; retention.ts). */
+  finishedActivationsKept?: number;
   /** Pool size (default 10). */
   maxConnections?: number;
   connectTimeoutMs?: number;
@@ -277,6 +280,17 @@ class PostgresRecords implements RepositoryWriter {
   }
   async deleteLease(sessionId: string): Promise<void> {
     await this.client.query(`DELETE FROM ${this.S}.activation_leases WHERE session_id = $1`, [sessionId]);
+  }
+  async dropFinishedActivations(sessionId: string, keep: number): Promise<number> {
+    // The same rule as records.ts forgettableActivation / newestActivationFirst, in SQL.
+    const res = await this.client.query(
+      `DELETE FROM ${this.S}.activations WHERE session_id = $1 AND activation_id IN (
+         SELECT activation_id FROM ${this.S}.activations
+          WHERE session_id = $1 AND record->>'state' = ANY($3::text[])
+          ORDER BY record->>'updatedAt' COLLATE "C" DESC, activation_id COLLATE "C" DESC OFFSET $2)`,
+      [sessionId, keep, [...FINISHED_ACTIVATION_STATES]],
+    );
+    return res.rowCount ?? 0;
   }
 
   async insertSession(record: SessionRecord): Promise<void> {

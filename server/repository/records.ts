@@ -9,6 +9,7 @@ import {
   SessionRevisionRefSchema,
   StoredSessionCheckpointSchema,
 } from '../../protocol/repository';
+import { byCodeUnits } from '../platform/codeUnitOrder';
 
 const Timestamp = z.iso.datetime({ offset: true });
 const PositiveInt = z.number().int().min(1).max(Number.MAX_SAFE_INTEGER);
@@ -124,3 +125,20 @@ export const ActivationRecordSchema = z.strictObject({
   updatedAt: Timestamp,
 });
 export type ActivationRecord = z.infer<typeof ActivationRecordSchema>;
+
+/** The states after which the record only answers retries (retention: DEFAULT_FINISHED_ACTIVATIONS_KEPT). */
+export const FINISHED_ACTIVATION_STATES = ['committed', 'aborted'] as const;
+
+/**
+ * A record that may be forgotten once newer finished ones replace it. An aborted one may still name its sandbox, which
+ * its run destroyed, or, if that failed, whose runtime ends it (every activation sandbox has a bounded life, runner.ts).
+ */
+export function forgettableActivation(record: ActivationRecord): boolean {
+  return (FINISHED_ACTIVATION_STATES as readonly string[]).includes(record.state);
+}
+
+/** Newest first: by updatedAt, then by id (the order in which both adapters forget). */
+export function newestActivationFirst(a: ActivationRecord, b: ActivationRecord): number {
+  if (a.updatedAt !== b.updatedAt) return a.updatedAt > b.updatedAt ? -1 : 1;
+  return byCodeUnits(b.activationId, a.activationId);
+}

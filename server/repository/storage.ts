@@ -32,6 +32,8 @@ export interface RepositoryWriter extends RepositoryReader {
   insertLease(record: SessionLease): Promise<void>;
   updateLease(record: SessionLease): Promise<void>;
   deleteLease(sessionId: string): Promise<void>;
+  /** Removes the Session's finished (committed or aborted) activations but the newest `keep` (by updatedAt); returns how many. */
+  dropFinishedActivations(sessionId: string, keep: number): Promise<number>;
   /** Removes revisions below `keepFrom` and their receipts; returns what was removed. */
   dropRevisionsBelow(sessionId: string, keepFrom: number): Promise<RevisionRecord[]>;
   /** Removes the Session, its revisions and receipts, and records a tombstone; returns the removed revisions. */

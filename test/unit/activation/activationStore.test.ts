@@ -1,6 +1,7 @@
 // The activation store (dedupe table) and the per-Session lease, run unchanged against the file
 // adapter and a real PostgreSQL: claim/dedupe/takeover, ownership, lease exclusion and expiry,
-// concurrent claims from several repository instances, and the file state migration from v1.
+// concurrent claims from several repository instances, forgetting all but a Session's newest finished
+// records, and the file state migration from v1.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -93,6 +94,42 @@ function storeSuite(makeHarness: () => AdapterHarness): void {
     assert.equal((await repo.activations.getLease('s'))?.activationId, 'a2', 'a former holder cannot release it');
     await repo.activations.releaseLease({ sessionId: 's', token: t2 });
     assert.equal(await repo.activations.getLease('s'), undefined);
+  });
+
+  it("remembers a Session's newest finished activations only; running ones and other Sessions' are kept", async () => {
+    const small = await h.open({ finishedActivationsKept: 3 });
+    const claim = (sessionId: string, activationId: string, requestDigest = DIGEST_A) =>
+      small.activations.claim({ sessionId, activationId, requestDigest, token: newOwnerToken(), ttlMs: 60_000 });
+    const finish = async (sessionId: string, activationId: string, state: 'committed' | 'aborted') => {
+      const claimed = await claim(sessionId, activationId);
+      assert.equal(claimed.kind, 'claimed');
+      const token = claimed.kind === 'claimed' ? (claimed.record.owner?.token ?? '') : '';
+      const done = await small.activations.update(sessionId, activationId, token, (r) => ({ ...r, state, ...(state === 'committed' ? { revision: 'r2', outcome: { type: 'outcome', status: 'completed' } } : {}) }));
+      assert.equal(done?.state, state);
+    };
+    // Finished in this order; a later update has a later (or, within a millisecond, equal) updatedAt.
+    await finish('other', 'o1', 'committed');
+    const running = await claim('s', 'still-running');
+    assert.equal(running.kind, 'claimed');
+    const ids = ['f1', 'f2', 'f3', 'f4', 'f5'];
+    for (const [i, id] of ids.entries()) {
+      await finish('s', id, i === 1 ? 'aborted' : 'committed');
+      await clockPast(Date.now());
+    }
+    // f1 and f2 are forgotten; f3–f5 answer retries as before.
+    assert.equal(await small.activations.get('s', 'f1'), undefined);
+    assert.equal(await small.activations.get('s', 'f2'), undefined);
+    for (const id of ['f3', 'f4', 'f5']) assert.equal((await claim('s', id)).kind, 'committed', `${id} is remembered`);
+    assert.equal((await claim('s', 'f4', DIGEST_B)).kind, 'conflict', 'a remembered id with another stimulus is still a conflict');
+    // A forgotten id is a new activation (the one retry rule a forgotten turn can meet).
+    const again = await claim('s', 'f1');
+    assert.equal(again.kind, 'claimed');
+    assert.equal(again.record.attempt, 1);
+    // The running record and the other Session's finished one are untouched; so is a reopened view of the same store.
+    const reopened = await h.open();
+    assert.equal((await reopened.activations.get('s', 'still-running'))?.state, 'running');
+    assert.equal((await reopened.activations.get('other', 'o1'))?.state, 'committed');
+    assert.equal((await reopened.activations.get('s', 'f2')), undefined);
   });
 
   it('concurrent claims of one id from separate repository instances: exactly one wins', async () => {

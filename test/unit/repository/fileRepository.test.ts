@@ -1,10 +1,12 @@
 // File adapter specifics: SIGKILL before and after the state rename (the lock is left behind and
 // reclaimed; a commitId retry reconciles), CAS across several processes, the process-lifetime lock,
-// failing closed on a corrupt or contradictory state document, and where the repository lives.
+// failing closed on a corrupt or contradictory state document (and refusing to write one), and where the repository
+// lives.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { StoredSessionCheckpoint } from '../../../protocol/repository';
+import { newOwnerToken } from '../../../server/repository/activationStore';
 import type { SessionRepository } from '../../../server/repository/contract';
 import { isSessionRepositoryError } from '../../../server/repository/errors';
 import { acquireFileLock } from '../../../server/repository/fileLock';
@@ -217,6 +219,21 @@ describe('file repository', function () {
     assert.equal(head.lastCommittedActivationId, 'act');
     assert.equal((fs.statSync(stateFile()).mode & 0o777).toString(8), '600');
     assert.equal((fs.statSync(storageRoot).mode & 0o777).toString(8), '700');
+  });
+
+  it('a change that would contradict the state is refused before anything is written', async () => {
+    const claim = await repo.activations.claim({ sessionId: 's', activationId: 'a', requestDigest: `sha256:${'a'.repeat(64)}`, token: newOwnerToken(), ttlMs: 60_000 });
+    assert.equal(claim.kind, 'claimed');
+    const written = fs.readFileSync(stateFile());
+    // Committed without a revision and an outcome: a state no reader would accept.
+    const err = await rejectsWith(
+      repo.activations.update('s', 'a', claim.record.owner?.token ?? '', (r) => ({ ...r, state: 'committed' })),
+      'integrity_mismatch',
+    );
+    assert.match(err.message, /refusing to write .*committed without a revision.*nothing was written/);
+    assert.deepEqual(fs.readFileSync(stateFile()), written);
+    assert.equal((await repo.activations.get('s', 'a'))?.state, 'running', 'this instance goes on from what is on disk');
+    assert.equal((await (await openFileSessionRepository({ storageRoot })).activations.get('s', 'a'))?.state, 'running');
   });
 
   it("opening makes the 256 object shards (0700) up front; a publish into a shard removed since makes it again", async () => {
