@@ -10,6 +10,7 @@ import path from 'node:path';
 import type { ImmutableObjectRef } from '../../protocol/repository';
 import { verifyStoredCheckpoint } from './checkpoint';
 import type { SessionRepository } from './contract';
+import { DeferredGarbage } from './deferredGarbage';
 import { errnoCode, fsyncDir, removeIfPresent } from './durableFs';
 import { RepositoryEngine } from './engine';
 import { SessionRepositoryError } from './errors';
@@ -62,6 +63,7 @@ class FileStorage implements RepositoryStorage {
   readonly kind = 'file' as const;
   readonly verifiesInsideWrite = false;
   readonly objects: FileObjectStore;
+  private readonly deferred: DeferredGarbage;
   private readonly stateFile: string;
   private readonly lockFile: string;
   private cache: { key: string; state: FileState } | undefined;
@@ -71,6 +73,7 @@ class FileStorage implements RepositoryStorage {
     private readonly lockTimeoutMs: number,
   ) {
     this.objects = new FileObjectStore(root);
+    this.deferred = new DeferredGarbage(root);
     this.stateFile = path.join(root, STATE_FILE);
     this.lockFile = `${this.stateFile}.lock`;
   }
@@ -136,17 +139,23 @@ class FileStorage implements RepositoryStorage {
         // A publisher writes its temp file without the lock: only remove ones too old to be live.
         const tempGraceMs = Math.max(graceMs, MIN_TEMP_AGE_MS);
         for (const t of listed.temps) if (now - t.mtimeMs >= tempGraceMs) await removeIfPresent(t.path);
-        ids = listed.objects.map((o) => o.id);
+        ids = [...new Set([...listed.objects.map((o) => o.id), ...(await this.deferred.list())])];
       } else {
-        ids = candidates;
+        // Also the objects released earlier that were too young then.
+        ids = [...new Set([...candidates, ...(await this.deferred.list())])];
       }
       let deleted = 0;
       for (const id of ids) {
-        if (referenced.has(id)) continue;
-        const info = await this.objects.stat(id);
-        if (!info || now - info.mtimeMs < graceMs) continue;
-        await this.objects.remove(id);
-        deleted++;
+        const info = referenced.has(id) ? undefined : await this.objects.stat(id);
+        if (info && now - info.mtimeMs < graceMs) {
+          await this.deferred.remember(id);
+          continue;
+        }
+        if (info) {
+          await this.objects.remove(id);
+          deleted++;
+        }
+        await this.deferred.forget(id);
       }
       return deleted;
     } finally {

@@ -67,7 +67,10 @@ export interface RepositoryStorage {
   read<T>(fn: (reader: RepositoryReader) => Promise<T>): Promise<T>;
   /** Runs `fn` in a write transaction; it may be re-run after a transient conflict, so it must only touch `writer`. */
   write<T>(fn: (writer: RepositoryWriter) => Promise<T>, options?: WriteOptions): Promise<T>;
-  /** Deletes unreferenced objects among `candidates` ('all': every stored object) older than `graceMs`. */
+  /**
+   * Deletes unreferenced objects among `candidates` ('all': every stored object) older than `graceMs`. A candidate too
+   * young now is deleted by a later call once it is old enough (file: it is remembered; postgres: every call sweeps).
+   */
   collectGarbage(candidates: string[] | 'all', graceMs: number): Promise<number>;
   close(): Promise<void>;
 }

@@ -434,6 +434,24 @@ function contractSuite(makeHarness: () => AdapterHarness): void {
     await rejectsWith(repo.deleteSession('s'), 'session_not_found');
   });
 
+  it('objects of revisions dropped while too young to delete are collected by a later commit once old enough', async () => {
+    const graceMs = 2_000;
+    repo = await h.open({ keepRevisions: 2, gcGraceMs: graceMs });
+    const cps: StoredSessionCheckpoint[] = [];
+    for (let i = 0; i < 6; i++) cps.push(await publish(`young ${i}`));
+    const publishedBy = Date.now();
+    await repo.createSession({ sessionId: 's', agentId: 'a', checkpoint: cps[0]! });
+    for (let n = 1; n < 6; n++) await repo.commit({ sessionId: 's', expectedRevision: `r${n}`, checkpoint: cps[n]! });
+    const ids = (c: StoredSessionCheckpoint) => [repo.objects.objectIdOf(c.value.compatibilityBundle), repo.objects.objectIdOf(c.manifest)];
+    // r1…r4 were dropped within their grace period: still stored.
+    for (const c of cps.slice(0, 4)) for (const id of ids(c)) assert.equal(await h.objectExists(id), true, 'too young to delete at the drop');
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, publishedBy + graceMs + 200 - Date.now())));
+    // The next commit drops r5 and collects what earlier drops left.
+    await repo.commit({ sessionId: 's', expectedRevision: 'r6', checkpoint: await publish('young 6') });
+    for (const c of cps.slice(0, 5)) for (const id of ids(c)) assert.equal(await h.objectExists(id), false, 'collected once old enough');
+    for (const id of ids(cps[5]!)) assert.equal(await h.objectExists(id), true, 'r6 is retained');
+  });
+
   it('GC respects the grace period for freshly published objects', async () => {
     repo = await h.open({ gcGraceMs: 3_600_000 });
     const fresh = await publish('fresh');

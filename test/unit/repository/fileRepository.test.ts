@@ -236,6 +236,22 @@ describe('file repository', function () {
     assert.equal((await (await openFileSessionRepository({ storageRoot })).activations.get('s', 'a'))?.state, 'running');
   });
 
+  it('remembers released objects too young to delete under gc-pending/ (0700), and forgets them once collected', async () => {
+    const young = await openFileSessionRepository({ storageRoot, keepRevisions: 1, gcGraceMs: 3_600_000 });
+    const next = await publishBundle(young.objects, scratch, 'next');
+    await young.commit({ sessionId: 's', expectedRevision: 'r1', checkpoint: next });
+    const pending = path.join(storageRoot, 'gc-pending');
+    const released = [young.objects.objectIdOf(base.value.compatibilityBundle), young.objects.objectIdOf(base.manifest)].sort();
+    assert.deepEqual(fs.readdirSync(pending).sort(), released);
+    assert.equal((fs.statSync(pending).mode & 0o777).toString(8), '700');
+    for (const id of released) assert.equal((fs.statSync(path.join(pending, id)).mode & 0o777).toString(8), '600');
+    // A later collection past the grace period deletes them and their entries; a stray name there is left alone.
+    fs.writeFileSync(path.join(pending, 'not-an-id'), '');
+    assert.deepEqual(await repo.collectGarbage(), { deletedObjects: 2 });
+    assert.deepEqual(fs.readdirSync(pending), ['not-an-id']);
+    assert.equal((await repo.checkoutCurrent('s')).ref.revision, 'r2');
+  });
+
   it("opening makes the 256 object shards (0700) up front; a publish into a shard removed since makes it again", async () => {
     const objects = path.join(storageRoot, 'objects');
     const shards = fs.readdirSync(objects).filter((n) => /^[0-9a-f]{2}$/.test(n));
