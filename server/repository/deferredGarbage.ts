@@ -3,7 +3,8 @@
 // than one revision per grace period / keepRevisions (15 min / 20: 45 s) would leave every dropped bundle on disk
 // until someone ran `session gc`. One empty file per object id under `gc-pending/`: outside the state document, so it
 // costs the state's writes nothing, and a reader of an older version ignores it. Losing an entry only leaves an object
-// for the full collection; an entry for an object that is gone or referenced again is dropped.
+// for the full collection; an entry for an object that is gone or referenced again is dropped. PostgreSQL keeps the
+// same list in its `gc_pending` table (postgresSchema.ts).
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { errnoCode, removeIfPresent } from './durableFs';

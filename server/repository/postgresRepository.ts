@@ -162,25 +162,37 @@ class PostgresStorage implements RepositoryStorage {
     }
   }
 
-  async collectGarbage(_candidates: string[] | 'all', graceMs: number): Promise<number> {
+  async collectGarbage(candidates: string[] | 'all', graceMs: number): Promise<number> {
     const S = this.S;
     const unreferenced = `NOT EXISTS (SELECT 1 FROM ${S}.revisions r WHERE r.manifest_object = o.object_id OR r.bundle_object = o.object_id)
-      AND NOT EXISTS (SELECT 1 FROM ${S}.forks f WHERE f.manifest_object = o.object_id OR f.bundle_object = o.object_id)
-      AND o.touched_at <= now() - ($1::bigint * interval '1 millisecond')`;
-    // Candidates or not, every unreferenced object past its grace: one anti-join over the objects table, and a candidate
-    // too young at its revision's drop is found by a later commit's collection (storage.ts).
-    const { rows } = await this.pool.query<{ object_id: string }>(`SELECT o.object_id FROM ${S}.objects o WHERE ${unreferenced}`, [graceMs]);
+      AND NOT EXISTS (SELECT 1 FROM ${S}.forks f WHERE f.manifest_object = o.object_id OR f.bundle_object = o.object_id)`;
+    const oldEnough = `o.touched_at <= now() - ($1::bigint * interval '1 millisecond')`;
+    // The candidates, and the objects released earlier while too young (gc_pending, as the file adapter's gc-pending/).
+    const { rows } =
+      candidates === 'all'
+        ? await this.pool.query<{ object_id: string; old: boolean }>(`SELECT o.object_id, ${oldEnough} AS old FROM ${S}.objects o WHERE ${unreferenced}`, [graceMs])
+        : await this.pool.query<{ object_id: string; old: boolean }>(
+            `SELECT o.object_id, ${oldEnough} AS old FROM ${S}.objects o
+              WHERE (o.object_id = ANY($2::text[]) OR o.object_id IN (SELECT object_id FROM ${S}.gc_pending)) AND ${unreferenced}`,
+            [graceMs, candidates],
+          );
     let deleted = 0;
-    for (const { object_id } of rows) {
+    for (const { object_id, old } of rows) {
+      if (!old) {
+        await this.pool.query(`INSERT INTO ${S}.gc_pending (object_id) VALUES ($1) ON CONFLICT DO NOTHING`, [object_id]);
+        continue;
+      }
       try {
         // Re-checked at delete time; a commit that references the object concurrently holds a key
         // share lock on it, and the foreign keys refuse the delete (23503) — then it stays.
-        const res = await this.pool.query(`DELETE FROM ${S}.objects o WHERE o.object_id = $2 AND ${unreferenced}`, [graceMs, object_id]);
+        const res = await this.pool.query(`DELETE FROM ${S}.objects o WHERE o.object_id = $2 AND ${unreferenced} AND ${oldEnough}`, [graceMs, object_id]);
         deleted += res.rowCount ?? 0;
       } catch (err) {
         if (pgCode(err) !== '23503') throw err;
       }
     }
+    // Entries whose object is gone, or referenced again, are done.
+    await this.pool.query(`DELETE FROM ${S}.gc_pending p WHERE NOT EXISTS (SELECT 1 FROM ${S}.objects o WHERE o.object_id = p.object_id AND ${unreferenced})`);
     return deleted;
   }
 

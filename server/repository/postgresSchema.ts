@@ -77,6 +77,14 @@ export const MIGRATIONS: readonly Migration[] = [
          record jsonb NOT NULL)`,
     ],
   },
+  {
+    version: 3,
+    name: 'objects released while too young to collect (collected by a later commit)',
+    statements: (S) => [
+      // No foreign key: an entry outlives its object for a moment, and is dropped by the next collection.
+      `CREATE TABLE ${S}.gc_pending (object_id text PRIMARY KEY)`,
+    ],
+  },
 ];
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;

@@ -69,7 +69,7 @@ export interface RepositoryStorage {
   write<T>(fn: (writer: RepositoryWriter) => Promise<T>, options?: WriteOptions): Promise<T>;
   /**
    * Deletes unreferenced objects among `candidates` ('all': every stored object) older than `graceMs`. A candidate too
-   * young now is deleted by a later call once it is old enough (file: it is remembered; postgres: every call sweeps).
+   * young now is remembered (file: `gc-pending/`; postgres: `gc_pending`) and deleted by a later call once old enough.
    */
   collectGarbage(candidates: string[] | 'all', graceMs: number): Promise<number>;
   close(): Promise<void>;
