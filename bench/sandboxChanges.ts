@@ -8,21 +8,35 @@
 // Through the gateway (how a kruntimes or OpenSandbox sandbox is compared: the same sandbox with its directory not
 // offered), the comparison lists the tree and hashes its files in the sandbox; its baseline is what the comparison
 // did before, and a save still does: copying the workspace out file by file through the gateway (`downloadTree`).
+// And Open Revision in New Sandbox through the gateway: the revision's bundle uploaded as one file and unpacked by the
+// sandbox's tar, against the file-by-file copy an image without tar gets (the sandbox's creation not counted).
 // Real parts: the local gateway daemon (process backend), the file repository, real processes.
 // Run: npx tsx bench/sandboxChanges.ts [--runs N] [--only 1mb|100mb]
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { GatewayClient } from '../protocol/kruntimes/gatewayClient';
+import { DEFAULT_PEOPLE_LIMITS } from '../protocol/bundle';
+import { type CommandOutput, GatewayClient } from '../protocol/kruntimes/gatewayClient';
 import type { SandboxProvider } from '../server/sandboxes/provider';
 import { downloadTree } from '../server/sandboxes/transfer';
+import { checkoutWorkspaceInto } from '../server/sandboxes/workspaceMover';
 import { skipExcluded } from '../server/bundle/snapshotPolicy';
 import { RevisionIndexCache } from '../server/sessions/revisionIndex';
 import { compareSandboxWithRevision } from '../server/sessions/sandboxChanges';
 import { SandboxSessionService } from '../server/sessions/sandboxSessions';
 import { createActivationWorld, quietLogger } from '../test/fixtures/activation/harness';
 import { generateTree } from './bundle';
+
+/** A client whose sandbox answers the tar probe as an image without tar does (sandboxTarball.ts). */
+class NoTarClient extends GatewayClient {
+  override runCommand(...args: Parameters<GatewayClient['runCommand']>): ReturnType<GatewayClient['runCommand']> {
+    if (args[0].argv?.[0] === 'sh' && args[0].argv[2]?.includes('command -v tar') === true) {
+      return Promise.resolve({ exitCode: 3, stdout: Buffer.from('the image has no tar\n'), stderr: Buffer.alloc(0), timedOut: false, truncated: false } as CommandOutput);
+    }
+    return super.runCommand(...args);
+  }
+}
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
 
@@ -89,6 +103,28 @@ async function benchSize(label: string, files: number, bytes: number, runs: numb
       warm.push(reusing);
       indexings.push(indexing);
     }
+    // Opening r1 in a new sandbox through the gateway: one file, against file by file (the probe answered "no tar").
+    const oneFile: number[] = [];
+    const byFile: number[] = [];
+    const r1 = await world.repo.checkoutExact({ sessionId, revision: 'r1' });
+    for (let i = 0; i < runs; i++) {
+      for (const [noTar, into] of [[false, oneFile], [true, byFile]] as const) {
+        const fresh = await world.provider.create({ provider: 'local', namespace: 'default', runtime: 'process' }, { waitForReady: true });
+        const opened = await world.provider.open(fresh.ref);
+        const c = noTar ? new NoTarClient({ endpoint: opened.endpoint, token: opened.token }) : new GatewayClient({ endpoint: opened.endpoint, token: opened.token });
+        const scratch = fs.mkdtempSync(path.join(world.dir, 'open-'));
+        const input = { objects: world.repo.objects, checkpoint: r1.checkpoint, sessionId, limits: DEFAULT_PEOPLE_LIMITS, scratch };
+        into.push((await timed(() => checkoutWorkspaceInto({ client: c, hostRoot: undefined }, input)))[0]);
+        await c.close();
+        await world.provider.delete(fresh.ref);
+        fs.rmSync(scratch, { recursive: true, force: true });
+      }
+    }
+    const [o, p] = [median(oneFile), median(byFile)];
+    console.log(
+      `${label} open through the gateway: one file ${o.toFixed(0)} ms = ${(o / p).toFixed(2)}× file by file (${p.toFixed(0)} ms); ` +
+        `runs ${oneFile.map((x) => x.toFixed(0)).join(', ')} ms`,
+    );
     const [f, k, w] = [median(full), median(indexings), median(warm)];
     console.log(
       `${label} save through the gateway: copying everything ${f.toFixed(0)} ms; taking unchanged files from the last revision ` +

@@ -6,6 +6,7 @@
 // strict, bounded reader (regular files and directories only, confined paths, quotas) into a private tree — which
 // the caller then packs with our codec through the snapshot policy, so the bundle is byte-compatible with Maka
 // whatever tar the image has. The sandbox's tar is never trusted to write a Session Bundle.
+import { randomBytes } from 'node:crypto';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import posix from 'node:path/posix';
@@ -90,6 +91,39 @@ export async function unpackBundleIn(
   }
   await client.deleteFile(identityPath, {}, { signal });
   return { mediaType: inspection.manifest.stateIdentity.mediaType, bytes: identity.contents };
+}
+
+/**
+ * Open Revision in New Sandbox, where the sandbox is the workspace: uploads the checked-out bundle as one file into the
+ * workspace itself (the file API writes nowhere else), under a dot-name nothing else uses, and unpacks only its
+ * `workspace/` there (`--strip-components=1`; the state and the manifest stay out), with today's mtimes (`-m`), as
+ * a file-by-file copy gives them. The bundle is verified here first, as for `unpackBundleIn`. The staged file is
+ * removed whatever tar does.
+ */
+export async function unpackWorkspaceIn(
+  client: GatewayClient,
+  bundle: { path: string; expectedArchiveDigest: string },
+  input: { sessionId: string; limits: SessionBundleLimits; signal?: AbortSignal | undefined },
+): Promise<void> {
+  const signal = input.signal;
+  const inspection = await inspectSessionBundle({ source: { path: bundle.path, expectedArchiveDigest: bundle.expectedArchiveDigest }, limits: input.limits });
+  if (inspection.manifest.envelope.sessionId !== input.sessionId) {
+    throw new TransferError('transfer_failed', `the checked-out bundle belongs to session ${inspection.manifest.envelope.sessionId}, not ${input.sessionId}`);
+  }
+  const staged = `.sandbox-sessions-open-${randomBytes(6).toString('hex')}.tar.zst`;
+  try {
+    await uploadFile(client, bundle.path, staged, { signal });
+    await runChecked(
+      client,
+      'trap \'rm -f -- "$1"\' EXIT; tar --zstd -xf "$1" -m --no-same-owner --strip-components=1 workspace',
+      [staged],
+      'unpacking the workspace',
+      signal,
+    );
+  } catch (err) {
+    await client.deleteFile(staged).catch(() => undefined);
+    throw err;
+  }
 }
 
 /** What `packSessionOut` brought back: the two roots under `into`, and what the policy left in the sandbox. */

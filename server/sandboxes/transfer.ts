@@ -38,6 +38,8 @@ const CHUNK = 512 * 1024;
 const ARGV_BATCH = 200;
 /** Gateway calls in flight per transfer (the gateway client keeps 8 connections). */
 const TRANSFER_CONCURRENCY = 8;
+/** Parts of one large upload in flight (each holds a 512 KiB part and its base64 in memory). */
+const PARTS_IN_FLIGHT = 4;
 
 /**
  * Runs `work` on every item with at most `limit` at once. After the first failure no new item starts; the ones
@@ -164,30 +166,50 @@ export async function downloadFile(client: GatewayClient, remote: string, target
   await downloadLarge(client, remote, target, size, ranged, signal);
 }
 
+/**
+ * A file over one gateway call, uploaded as parts (several in flight: each call's base64 and write on both ends, not
+ * the bytes, is what a part costs through a local gateway) and joined in the sandbox, where its sha256 must match
+ * the one computed here as the file is read.
+ */
 async function uploadLarge(client: GatewayClient, file: string, remote: string, signal?: AbortSignal): Promise<void> {
   const dir = posix.dirname(remote) === '.' ? '' : posix.dirname(remote);
   const nonce = randomBytes(6).toString('hex');
-  const parts: string[] = [];
-  const hash = createHash('sha256');
+  const { size } = await fsp.stat(file);
+  const parts = Array.from({ length: Math.max(1, Math.ceil(size / CHUNK)) }, (_, i) => join(dir, `.${posix.basename(remote)}.upload-${nonce}.${i}`));
+  const handle = await fsp.open(file, 'r');
   try {
-    let i = 0;
-    for await (const chunk of fs.createReadStream(file, { highWaterMark: CHUNK })) {
-      const buf = chunk as Buffer;
-      hash.update(buf);
-      const part = join(dir, `.${posix.basename(remote)}.upload-${nonce}.${i++}`);
-      await client.writeFile(part, buf, { createParents: false }, { signal });
-      parts.push(part);
-    }
+    const hashing = hashFile(file);
+    await forEachConcurrently(
+      parts.map((part, i) => ({ part, offset: i * CHUNK })),
+      PARTS_IN_FLIGHT,
+      async ({ part, offset }) => {
+        const length = Math.min(CHUNK, size - offset);
+        const buf = Buffer.alloc(length);
+        const { bytesRead } = await handle.read(buf, 0, length, offset);
+        if (bytesRead !== length) throw new TransferError('transfer_failed', `${file} changed while it was uploaded`);
+        await client.writeFile(part, buf, { createParents: false }, { signal });
+      },
+      signal,
+    );
+    const digest = await hashing;
     const script =
       'set -e; dest="$1"; want="$2"; shift 2; tmp="$dest.joining"; cat -- "$@" > "$tmp"; ' +
       'got=$(sha256sum -- "$tmp" | cut -d" " -f1); ' +
       'if [ "$got" != "$want" ]; then rm -f -- "$tmp"; echo "checksum mismatch after join" >&2; exit 3; fi; ' +
       'mv -f -- "$tmp" "$dest"; rm -f -- "$@"';
-    await runChecked(client, ['sh', '-c', script, 'sh', remote, hash.digest('hex'), ...parts], `joining ${remote}`, signal);
+    await runChecked(client, ['sh', '-c', script, 'sh', remote, digest, ...parts], `joining ${remote}`, signal);
   } catch (err) {
     for (const part of parts) await client.deleteFile(part).catch(() => undefined);
     throw err;
+  } finally {
+    await handle.close();
   }
+}
+
+async function hashFile(file: string): Promise<string> {
+  const hash = createHash('sha256');
+  for await (const chunk of fs.createReadStream(file, { highWaterMark: CHUNK })) hash.update(chunk as Buffer);
+  return hash.digest('hex');
 }
 
 /** What a listing through the gateway found: directories parents first, files with their listed sizes. */

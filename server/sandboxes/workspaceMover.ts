@@ -3,9 +3,9 @@
 // (`checkoutSession`), put that tree into a sandbox (`hydrateInto`) and bring a sandbox's session back as a packed
 // bundle (`captureFrom`). Both directions take the host-directory fast path when the sandbox's root is a directory of
 // this machine (the local runtime, confirmed against the sandbox's own `pwd`), else go file by file through the
-// gateway — or, for an activation's session in a sandbox whose image has GNU tar and zstd, as ONE file each way
+// gateway — or, in a sandbox whose image has GNU tar and zstd, as ONE file: an activation's session each way
 // (sandboxTarball.ts: the verified bundle unpacked by `tar` in the sandbox; the session packed by `tar` there and
-// read back here by a strict reader). Whatever comes back from a sandbox goes through `packWorkspace`, the one place
+// read back here by a strict reader), and a revision's workspace into a new sandbox (`checkoutWorkspaceInto`). Whatever comes back from a sandbox goes through `packWorkspace`, the one place
 // the snapshot policy is applied, and our codec; only a tree hydrated from a verified bundle is repacked as it is
 // (`repackSession`, fork).
 import fsp from 'node:fs/promises';
@@ -24,7 +24,7 @@ import type { ImmutableObjectStore } from '../repository/objectStore';
 import { confirmedHostRoot, placeEntries, placeSession } from './hostPlacement';
 import { copyWorkspaceOutKnown, surveyWorkspace, type KnownWorkspace } from './remoteWorkspace';
 import type { SandboxProvider } from './provider';
-import { packSessionOut, tarballSupport, unpackBundleIn } from './sandboxTarball';
+import { packSessionOut, tarballSupport, unpackBundleIn, unpackWorkspaceIn } from './sandboxTarball';
 import { downloadTree, uploadTree } from './transfer';
 
 /** The state identity descriptor of a bundle (spec §1.1): opaque bytes of a media type. */
@@ -212,6 +212,24 @@ export async function checkoutInto(
     await fsp.chmod(h.destinationRoot, 0o755);
     return identity;
   });
+}
+
+/**
+ * Open Revision in New Sandbox: a revision's workspace into a sandbox nothing has run in yet, as its root. A sandbox
+ * without a directory here whose image has GNU tar and zstd gets the verified bundle as ONE upload, unpacked by its
+ * own tar (sandboxTarball.ts); any other gets the checked-out tree (moved into a local sandbox's directory, else
+ * copied file by file).
+ */
+export async function checkoutWorkspaceInto(sandbox: SandboxAccess, input: CheckoutInput, options: MoveOptions = {}): Promise<void> {
+  if (sandbox.hostRoot === undefined) {
+    const support = await tarballSupport(sandbox.client, signalOf(options));
+    options.onTransfer?.(support.ok ? { how: 'tarball' } : { how: 'files', reason: support.reason });
+    if (support.ok) {
+      await withCheckpointBundle(input, (bundle) => unpackWorkspaceIn(sandbox.client, bundle, { sessionId: input.sessionId, limits: input.limits, signal: options.signal }));
+      return;
+    }
+  }
+  await hydrateInto(sandbox, await checkoutSession(input), { kind: 'workspace' }, options);
 }
 
 /** A session with no revision yet, as an empty tree under `scratch/hydrated`. */

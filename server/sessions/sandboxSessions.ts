@@ -17,7 +17,7 @@ import { materializeSessionCheckpointV1, publishSessionCheckpointV1 } from '../r
 import type { SessionRepository } from '../repository/contract';
 import { SandboxError, type SandboxProvider, type WorkOptions } from '../sandboxes/provider';
 import type { KnownWorkspace } from '../sandboxes/remoteWorkspace';
-import { type CaptureStep, captureFrom, checkoutSession, hostRootOf, hydrateInto, type SandboxAccess } from '../sandboxes/workspaceMover';
+import { type CaptureStep, captureFrom, checkoutSession, checkoutWorkspaceInto, type HydratedSession, hostRootOf, hydrateInto, type SandboxAccess, type SessionTransfer } from '../sandboxes/workspaceMover';
 import { SandboxSessionsError } from '../../protocol/errors';
 import { knownWorkspaceOf, type RevisionIndexCache } from './revisionIndex';
 
@@ -217,17 +217,27 @@ export class SandboxSessionService {
         : await repository.checkoutExact({ sessionId: input.sessionId, revision: input.revision });
     const tmp = await fsp.mkdtemp(path.join(os.tmpdir(), 'sandbox-sessions-open-'));
     try {
-      work.progress?.('checkout', `checking out ${input.sessionId}@${revision.ref.revision}`);
-      const session = await checkoutSession({ objects: repository.objects, checkpoint: revision.checkpoint, sessionId: input.sessionId, limits: DEFAULT_PEOPLE_LIMITS, scratch: tmp });
-      work.signal?.throwIfAborted();
+      const checkout = { objects: repository.objects, checkpoint: revision.checkpoint, sessionId: input.sessionId, limits: DEFAULT_PEOPLE_LIMITS, scratch: tmp };
       const provider = this.provider(input.sandbox.provider);
+      // A provider that keeps sandboxes here gets the tree checked out first (a bad revision then costs no sandbox) and
+      // moved in; one that does not gets the bundle itself, once its sandbox says how it can take it.
+      let session: HydratedSession | undefined;
+      if (provider.hostDirectory !== undefined) {
+        work.progress?.('checkout', `checking out ${input.sessionId}@${revision.ref.revision}`);
+        session = await checkoutSession(checkout);
+        work.signal?.throwIfAborted();
+      }
       const opened = sessionRevisionAnnotation({ ...revision.ref, at: new Date().toISOString(), how: 'opened' });
       const sandbox = await provider.create(input.sandbox, { ...work, waitForReady: true, annotations: opened });
       const client = await this.client(sandbox.ref);
       try {
-        work.progress?.('uploading', `copying the workspace into ${sandbox.ref.name}`);
-        // A fresh local sandbox gets the files moved into its directory; any other, file by file.
-        await hydrateInto(await this.access(sandbox.ref, client, work.signal), session, { kind: 'workspace' }, { signal: work.signal });
+        const into = `${input.sessionId}@${revision.ref.revision} into ${sandbox.ref.name}`;
+        work.progress?.('uploading', `copying the workspace of ${into}`);
+        const access = await this.access(sandbox.ref, client, work.signal);
+        const onTransfer = (t: SessionTransfer) =>
+          work.progress?.('uploading', t.how === 'tarball' ? `copying the workspace of ${into} as one file` : `copying the workspace of ${into} file by file (${t.reason})`);
+        if (session !== undefined) await hydrateInto(access, session, { kind: 'workspace' }, { signal: work.signal });
+        else await checkoutWorkspaceInto(access, checkout, { signal: work.signal, onTransfer });
       } catch (err) {
         // A half-filled sandbox is worse than none: cancel it, keep the error.
         await provider.terminate(sandbox.ref, 'Immediate', { wait: false }).catch(() => undefined);

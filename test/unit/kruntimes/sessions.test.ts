@@ -1,7 +1,7 @@
 // A person's sandbox on kruntimes, kept as a session: saved as a revision, compared with it by digests computed in
-// the sandbox (nothing copied out), and saved again taking the unchanged files from the revision held here — against
-// the cluster SIMULATOR of each era (or a real cluster, see test/fixtures/cluster/README.md), through a
-// port-forwarded Console and the Run's gateway, as VS Code's server does it.
+// the sandbox (nothing copied out), saved again taking the unchanged files from the revision held here, and opened in
+// a new Run as one upload — against the cluster SIMULATOR of each era (or a real cluster, see
+// test/fixtures/cluster/README.md), through a port-forwarded Console and the Run's gateway, as VS Code's server does it.
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { GatewayClient } from '../../../protocol/kruntimes/gatewayClient';
@@ -66,6 +66,18 @@ forEachClusterEra('sessions from a kruntimes sandbox', function (era) {
     } finally {
       await gw.close();
       await provider.delete(sandbox.ref);
+    }
+  });
+
+  it('opens a revision in a new Run as one upload unpacked by its tar: the same workspace, modes and all', async () => {
+    const said: string[] = [];
+    const opened = await sessions.openInSandbox({ sessionId: 'on-cluster', revision: 'r2', sandbox: target.spec() }, { progress: (_p, message) => said.push(message ?? '') });
+    try {
+      assert.ok(said.includes(`copying the workspace of on-cluster@r2 into ${opened.sandbox.ref.name} as one file`), said.join('\n'));
+      const found = await compareSandboxWithRevision({ sessions, revisions }, { sandbox: opened.sandbox.ref, sessionId: 'on-cluster', revision: 'r2' });
+      assert.deepEqual([found.changes, found.unchanged], [[], 4]);
+    } finally {
+      await provider.delete(opened.sandbox.ref);
     }
   });
 });

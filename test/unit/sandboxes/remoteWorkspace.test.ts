@@ -7,27 +7,40 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { DEFAULT_PEOPLE_LIMITS } from '../../../protocol/bundle';
 import { GatewayClient, type CommandOutput } from '../../../protocol/kruntimes/gatewayClient';
 import type { SandboxRef } from '../../../protocol/sandboxes';
 import type { SandboxProvider } from '../../../server/sandboxes/provider';
+import { checkoutWorkspaceInto, type SessionTransfer } from '../../../server/sandboxes/workspaceMover';
 import { copyWorkspaceOutKnown, type KnownWorkspace, outlineWorkspace, surveyWorkspace } from '../../../server/sandboxes/remoteWorkspace';
 import { knownWorkspaceOf, RevisionIndexCache } from '../../../server/sessions/revisionIndex';
 import { compareSandboxWithRevision } from '../../../server/sessions/sandboxChanges';
 import { SandboxSessionService } from '../../../server/sessions/sandboxSessions';
 import { createActivationWorld, quietLogger, type ActivationWorld } from '../../fixtures/activation/harness';
 
-/** A gateway client that counts what crosses it, and can play an image without GNU sha256sum. */
+/** A gateway client that counts what crosses it, and can play an image without GNU sha256sum, or without tar. */
 class CountingClient extends GatewayClient {
   readPaths: string[] = [];
+  writes = 0;
   hashCommands = 0;
   noSha256sum = false;
+  noTar = false;
 
   override read(...args: Parameters<GatewayClient['read']>): ReturnType<GatewayClient['read']> {
     this.readPaths.push(args[0]);
     return super.read(...args);
   }
 
+  override writeFile(...args: Parameters<GatewayClient['writeFile']>): ReturnType<GatewayClient['writeFile']> {
+    this.writes += 1;
+    return super.writeFile(...args);
+  }
+
   override async runCommand(...args: Parameters<GatewayClient['runCommand']>): Promise<CommandOutput> {
+    // The probe of sandboxTarball.ts, answered as an image without tar answers it.
+    if (this.noTar && args[0].argv?.[0] === 'sh' && args[0].argv[2]?.includes('command -v tar') === true) {
+      return { exitCode: 3, stdout: Buffer.from('the image has no tar\n'), stderr: Buffer.alloc(0), timedOut: false, truncated: false } as CommandOutput;
+    }
     if (args[0].argv?.[0] === 'sha256sum') {
       this.hashCommands += 1;
       // BusyBox's sha256sum: no -z, a usage message and exit 1.
@@ -54,8 +67,8 @@ describe('a remote sandbox read against a revision held here (digests computed i
   };
   const big = (seed: number) => Buffer.from(Array.from({ length: 2_000_000 }, (_, i) => (i * seed + (i >> 9)) & 0xff));
   const compare = (service: SandboxSessionService, revision = 'r1') => compareSandboxWithRevision({ sessions: service, revisions }, { sandbox: ref, sessionId: 'remote', revision });
-  const client = async (): Promise<CountingClient> => {
-    const connection = await world.provider.open(ref);
+  const client = async (sandbox = ref): Promise<CountingClient> => {
+    const connection = await world.provider.open(sandbox);
     return new CountingClient({ endpoint: connection.endpoint, token: connection.token });
   };
 
@@ -171,6 +184,47 @@ describe('a remote sandbox read against a revision held here (digests computed i
     );
     fs.rmSync(path.join(root, 'latest'));
     fs.rmSync(path.join(root, 'target.txt'));
+  });
+
+  it('opens a revision in a new sandbox it reaches only through the gateway: one upload unpacked by its tar, else file by file; the same workspace', async () => {
+    const spec = { provider: 'local', namespace: 'default', runtime: 'process' } as const;
+    const sameAsR1 = async (sandbox: SandboxRef) => {
+      const found = await compareSandboxWithRevision({ sessions: inPlace, revisions }, { sandbox, sessionId: 'remote', revision: 'r1' });
+      assert.deepEqual(found.changes, [], 'every file, its bytes and its mode as in r1');
+      assert.ok(found.unchanged > 10);
+    };
+    const started = Date.now();
+    const said: string[] = [];
+    const opened = await remote.openInSandbox({ sessionId: 'remote', revision: 'r1', sandbox: spec }, { progress: (_phase, message) => said.push(message ?? '') });
+    assert.ok(said.includes(`copying the workspace of remote@r1 into ${opened.sandbox.ref.name} as one file`), said.join('\n'));
+    await sameAsR1(opened.sandbox.ref);
+    const openedRoot = (await world.provider.hostDirectory?.(opened.sandbox.ref)) as string;
+    assert.deepEqual(fs.readdirSync(openedRoot).filter((name) => name.startsWith('.sandbox-sessions')), [], 'the staged bundle is gone');
+    assert.ok(fs.statSync(path.join(openedRoot, 'same.txt')).mtimeMs >= started - 2_000, "today's mtimes, as a file-by-file copy gives them");
+
+    // The same function, counted: one upload (in parts above the gateway's write limit); without tar, one per file.
+    const r1 = await world.repo.checkoutExact({ sessionId: 'remote', revision: 'r1' });
+    const checkout = (scratch: string) => ({ objects: world.repo.objects, checkpoint: r1.checkpoint, sessionId: 'remote', limits: DEFAULT_PEOPLE_LIMITS, scratch });
+    const bundleBytes = r1.checkpoint.value.compatibilityBundle.bytes;
+    for (const noTar of [false, true]) {
+      const sandbox = (await world.provider.create(spec, { waitForReady: true })).ref;
+      const c = await client(sandbox);
+      c.noTar = noTar;
+      const transfers: SessionTransfer[] = [];
+      try {
+        await checkoutWorkspaceInto({ client: c, hostRoot: undefined }, checkout(fs.mkdtempSync(path.join(world.dir, 'open-'))), { onTransfer: (t) => transfers.push(t) });
+      } finally {
+        await c.close();
+      }
+      if (noTar) {
+        assert.deepEqual(transfers, [{ how: 'files', reason: 'the image has no tar' }]);
+        assert.equal(c.writes, 10 + 2 * Math.ceil(2_000_000 / (512 * 1024)), 'one write per file of r1: ten small ones, and big.bin and big2.bin in 512 KiB parts');
+      } else {
+        assert.deepEqual(transfers, [{ how: 'tarball' }]);
+        assert.equal(c.writes, bundleBytes <= 786_000 ? 1 : Math.ceil(bundleBytes / (512 * 1024)));
+      }
+      await sameAsR1(sandbox);
+    }
   });
 
   it('refuses a file over the file quota from its listed size, before reading anything of it', async () => {

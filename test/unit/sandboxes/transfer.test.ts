@@ -9,7 +9,7 @@ import { GatewayClient } from '../../../protocol/kruntimes/gatewayClient';
 import { stopGateway } from '../../../server/gateway/daemonClient';
 import { createLogger } from '../../../server/log';
 import { LocalSandboxProvider } from '../../../server/sandboxes/localProvider';
-import { downloadTree, uploadTree } from '../../../server/sandboxes/transfer';
+import { downloadTree, uploadFile, uploadTree } from '../../../server/sandboxes/transfer';
 
 const REPO = path.resolve(__dirname, '../../..');
 
@@ -37,6 +37,7 @@ describe('sandbox tree transfer (real local gateway)', function () {
   let work: string;
   let provider: LocalSandboxProvider;
   let client: GatewayClient;
+  let connection: Awaited<ReturnType<LocalSandboxProvider['open']>>;
 
   before(async () => {
     work = fs.mkdtempSync(path.join(os.tmpdir(), 'transfer-'));
@@ -46,7 +47,7 @@ describe('sandbox tree transfer (real local gateway)', function () {
       log: createLogger(fs.createWriteStream('/dev/null'), 'error'),
     });
     const sandbox = await provider.create({ provider: 'local', runtime: 'process', namespace: 'default' }, { waitForReady: true });
-    const connection = await provider.open(sandbox.ref);
+    connection = await provider.open(sandbox.ref);
     client = new GatewayClient({ endpoint: connection.endpoint, token: connection.token });
   });
 
@@ -79,6 +80,31 @@ describe('sandbox tree transfer (real local gateway)', function () {
     assert.deepEqual(describeTree(back), describeTree(src));
     const names = (await client.listPage({ path: 'copy' })).entries.map((e) => e.path);
     assert.ok(!names.some((n) => n.includes('.upload-')), `no part files left: ${names.join(', ')}`);
+  });
+
+  it('a large upload whose part fails leaves neither the file nor a part behind', async () => {
+    const file = path.join(work, 'large.bin');
+    fs.writeFileSync(file, Buffer.alloc(3_000_000, 7));
+    let writes = 0;
+    const failing = new (class extends GatewayClient {
+      override writeFile(...args: Parameters<GatewayClient['writeFile']>): ReturnType<GatewayClient['writeFile']> {
+        writes += 1;
+        if (writes === 3) return Promise.reject(new Error('the connection dropped'));
+        return super.writeFile(...args);
+      }
+    })({ endpoint: connection.endpoint, token: connection.token });
+    try {
+      await assert.rejects(uploadFile(failing, file, 'large.bin'), /the connection dropped/);
+    } finally {
+      await failing.close();
+    }
+    const names = (await client.listPage({ path: '' })).entries.map((e) => e.path);
+    assert.ok(!names.some((n) => n.includes('large.bin')), `nothing of it left: ${names.join(', ')}`);
+    // And whole, it arrives byte for byte.
+    await uploadFile(client, file, 'large.bin');
+    const back = await client.read('large.bin', { maxBytes: 786_000 });
+    assert.equal(back.truncated, true);
+    assert.ok(back.contents.every((b) => b === 7));
   });
 
   it('skips what the caller excludes and refuses to overwrite an existing local folder', async () => {
