@@ -9,7 +9,8 @@
 // offered), the comparison lists the tree and hashes its files in the sandbox; its baseline is what the comparison
 // did before, and a save still does: copying the workspace out file by file through the gateway (`downloadTree`).
 // And Open Revision in New Sandbox through the gateway: the revision's bundle uploaded as one file and unpacked by the
-// sandbox's tar, against the file-by-file copy an image without tar gets (the sandbox's creation not counted).
+// sandbox's tar (as plain tar for an image without zstd), against the file-by-file copy an image without tar gets
+// (the sandbox's creation not counted).
 // Real parts: the local gateway daemon (process backend), the file repository, real processes.
 // Run: npx tsx bench/sandboxChanges.ts [--runs N] [--only 1mb|100mb]
 import { execFileSync } from 'node:child_process';
@@ -28,11 +29,22 @@ import { SandboxSessionService } from '../server/sessions/sandboxSessions';
 import { createActivationWorld, quietLogger } from '../test/fixtures/activation/harness';
 import { generateTree } from './bundle';
 
-/** A client whose sandbox answers the tar probe as an image without tar does (sandboxTarball.ts). */
-class NoTarClient extends GatewayClient {
+type Image = 'tar and zstd' | 'tar' | 'neither';
+
+/** A client whose sandbox answers the tar probe (sandboxTarball.ts) as an image with only `image` does. */
+class ImageClient extends GatewayClient {
+  constructor(
+    options: ConstructorParameters<typeof GatewayClient>[0],
+    private readonly image: Image,
+  ) {
+    super(options);
+  }
+
   override runCommand(...args: Parameters<GatewayClient['runCommand']>): ReturnType<GatewayClient['runCommand']> {
-    if (args[0].argv?.[0] === 'sh' && args[0].argv[2]?.includes('command -v tar') === true) {
-      return Promise.resolve({ exitCode: 3, stdout: Buffer.from('the image has no tar\n'), stderr: Buffer.alloc(0), timedOut: false, truncated: false } as CommandOutput);
+    const probe = args[0].argv?.[0] === 'sh' && args[0].argv[2]?.includes('command -v tar') === true;
+    if (probe && this.image !== 'tar and zstd') {
+      const [exitCode, stdout] = this.image === 'tar' ? [4, ''] : [3, 'the image has no tar\n'];
+      return Promise.resolve({ exitCode, stdout: Buffer.from(stdout), stderr: Buffer.alloc(0), timedOut: false, truncated: false } as CommandOutput);
     }
     return super.runCommand(...args);
   }
@@ -103,15 +115,17 @@ async function benchSize(label: string, files: number, bytes: number, runs: numb
       warm.push(reusing);
       indexings.push(indexing);
     }
-    // Opening r1 in a new sandbox through the gateway: one file, against file by file (the probe answered "no tar").
+    // Opening r1 in a new sandbox through the gateway: one file (tar.zst, or plain tar in an image without zstd),
+    // against file by file (an image without tar).
     const oneFile: number[] = [];
+    const onePlain: number[] = [];
     const byFile: number[] = [];
     const r1 = await world.repo.checkoutExact({ sessionId, revision: 'r1' });
     for (let i = 0; i < runs; i++) {
-      for (const [noTar, into] of [[false, oneFile], [true, byFile]] as const) {
+      for (const [image, into] of [['tar and zstd', oneFile], ['tar', onePlain], ['neither', byFile]] as const) {
         const fresh = await world.provider.create({ provider: 'local', namespace: 'default', runtime: 'process' }, { waitForReady: true });
         const opened = await world.provider.open(fresh.ref);
-        const c = noTar ? new NoTarClient({ endpoint: opened.endpoint, token: opened.token }) : new GatewayClient({ endpoint: opened.endpoint, token: opened.token });
+        const c = new ImageClient({ endpoint: opened.endpoint, token: opened.token }, image);
         const scratch = fs.mkdtempSync(path.join(world.dir, 'open-'));
         const input = { objects: world.repo.objects, checkpoint: r1.checkpoint, sessionId, limits: DEFAULT_PEOPLE_LIMITS, scratch };
         into.push((await timed(() => checkoutWorkspaceInto({ client: c, hostRoot: undefined }, input)))[0]);
@@ -120,10 +134,10 @@ async function benchSize(label: string, files: number, bytes: number, runs: numb
         fs.rmSync(scratch, { recursive: true, force: true });
       }
     }
-    const [o, p] = [median(oneFile), median(byFile)];
+    const [o, u, p] = [median(oneFile), median(onePlain), median(byFile)];
     console.log(
-      `${label} open through the gateway: one file ${o.toFixed(0)} ms = ${(o / p).toFixed(2)}× file by file (${p.toFixed(0)} ms); ` +
-        `runs ${oneFile.map((x) => x.toFixed(0)).join(', ')} ms`,
+      `${label} open through the gateway: one tar.zst ${o.toFixed(0)} ms = ${(o / p).toFixed(2)}× file by file (${p.toFixed(0)} ms); ` +
+        `one plain tar ${u.toFixed(0)} ms = ${(u / p).toFixed(2)}×; runs ${oneFile.map((x) => x.toFixed(0)).join(', ')} ms`,
     );
     const [f, k, w] = [median(full), median(indexings), median(warm)];
     console.log(

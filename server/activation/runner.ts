@@ -306,7 +306,11 @@ export class ActivationRunner {
     const onTransfer = (t: SessionTransfer): void =>
       ctx.progress(
         'hydrate',
-        t.how === 'tarball' ? 'uploading the session bundle as one file and unpacking it with tar in the sandbox' : `copying the session into the sandbox, file by file (${t.reason})`,
+        t.how === 'files'
+          ? `copying the session into the sandbox, file by file (${t.reason})`
+          : t.compression === 'zstd'
+            ? 'uploading the session bundle as one file and unpacking it with tar in the sandbox'
+            : 'uploading the session as one uncompressed tar (the image has no zstd) and unpacking it with tar in the sandbox',
       );
     let identity: SessionIdentity | undefined;
     // What a hydrate in the sandbox's directory wrote: the capture's pack does not hash those files again while unchanged.

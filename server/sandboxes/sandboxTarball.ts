@@ -1,19 +1,24 @@
-// Moving a whole session into or out of a sandbox as ONE file, for sandboxes whose image can run `tar` with zstd
-// (seed 000: "upload and unpack the bundle at fixed paths", "repack, download"): far fewer gateway calls than a
-// file-by-file copy when the sandbox is remote (OpenSandbox, a cluster). In: the checked-out bundle, verified here
-// first, is uploaded as `bundle.tar.zst` and unpacked with `tar --zstd -xf`. Out: the sandbox packs its session dir
-// with `tar --zstd -c` (plain USTAR, links followed as the gateway would), the file is downloaded and read here by a
+// Moving a whole session into or out of a sandbox as ONE file, for sandboxes whose image has GNU tar (seed 000:
+// "upload and unpack the bundle at fixed paths", "repack, download"): far fewer gateway calls than a file-by-file
+// copy when the sandbox is remote (OpenSandbox, a cluster). In: the checked-out bundle, verified here first, is
+// uploaded as `bundle.tar.zst` and unpacked with `tar --zstd -xf`. Out: the sandbox packs its session dir with
+// `tar --zstd -c` (plain USTAR, links followed as the gateway would), the file is downloaded and read here by a
 // strict, bounded reader (regular files and directories only, confined paths, quotas) into a private tree — which
 // the caller then packs with our codec through the snapshot policy, so the bundle is byte-compatible with Maka
-// whatever tar the image has. The sandbox's tar is never trusted to write a Session Bundle.
+// whatever tar the image has. The sandbox's tar is never trusted to write a Session Bundle. An image with GNU tar but
+// no `zstd` program (Debian's slim images, for one) gets the same as plain, uncompressed tar: more bytes, the same
+// single call each way; the bundle is decompressed here for it.
 import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import posix from 'node:path/posix';
+import { pipeline } from 'node:stream/promises';
 import type { SessionBundleLimits, WorkspaceSnapshotReport } from '../../protocol/bundle';
 import type { GatewayClient } from '../../protocol/kruntimes/gatewayClient';
 import { GatewayError } from '../../protocol/kruntimes/gatewayErrors';
 import { inspectSessionBundle } from '../bundle';
+import { createBundleZstdDecompressor } from '../bundle/zstdFrame';
 import { readSessionTarball } from './tarballReader';
 import { downloadFile, TransferError, uploadFile } from './transfer';
 
@@ -21,27 +26,40 @@ export { readSessionTarball } from './tarballReader';
 
 /** Where the one-file transfers sit inside the sandbox, beside (never inside) the session directory. */
 export const TARBALL_DIR = 'activation';
-const BUNDLE_IN = `${TARBALL_DIR}/bundle.tar.zst`;
-const SESSION_OUT = `${TARBALL_DIR}/session-out.tar.zst`;
 
-/** What a sandbox answered when asked whether it can unpack and pack `tar.zst` (cached per client). */
-const capability = new WeakMap<GatewayClient, Promise<{ ok: true } | { ok: false; reason: string }>>();
+/** How the one file is compressed: with zstd when the image has the program, else not at all. */
+export type TarballCompression = 'zstd' | 'none';
+
+export type TarballSupport = { ok: true; compression: TarballCompression } | { ok: false; reason: string };
+
+/** The name of the one file (`base` + its extension) and the tar flags that read or write it. */
+function tarball(base: string, compression: TarballCompression): { name: string; flag: string } {
+  return compression === 'zstd' ? { name: `${base}.tar.zst`, flag: '--zstd' } : { name: `${base}.tar`, flag: '--no-auto-compress' };
+}
+
+/** What a sandbox answered when asked whether it can unpack and pack one tarball (cached per client). */
+const capability = new WeakMap<GatewayClient, Promise<TarballSupport>>();
 
 /**
- * Whether the sandbox's image has a POSIX shell, GNU tar with `--zstd` and the `zstd` program that tar runs; else
- * the reason, in words, for the log and the progress message (the caller falls back to a file-by-file copy).
+ * Whether the sandbox's image has a POSIX shell and GNU tar, and whether it has the `zstd` program that `tar --zstd`
+ * runs; else the reason, in words, for the log and the progress message (the caller falls back to a file-by-file copy).
  */
-export function tarballSupport(client: GatewayClient, options: { signal?: AbortSignal } = {}): Promise<{ ok: true } | { ok: false; reason: string }> {
+export function tarballSupport(client: GatewayClient, options: { signal?: AbortSignal } = {}): Promise<TarballSupport> {
   let known = capability.get(client);
   if (known === undefined) {
     const script =
       'command -v tar >/dev/null 2>&1 || { echo "the image has no tar"; exit 3; }; ' +
-      'command -v zstd >/dev/null 2>&1 || { echo "the image has tar but no zstd program (tar --zstd needs it)"; exit 3; }; ' +
-      'tar --version 2>/dev/null | head -n 1 | grep -q "GNU tar" || { echo "the image\'s tar is not GNU tar"; exit 3; }';
+      'tar --version 2>/dev/null | head -n 1 | grep -q "GNU tar" || { echo "the image\'s tar is not GNU tar"; exit 3; }; ' +
+      'command -v zstd >/dev/null 2>&1 || exit 4';
     known = client.runCommand({ argv: ['sh', '-c', script] }, options).then(
-      (out) => (out.exitCode === 0 ? { ok: true as const } : { ok: false as const, reason: out.stdout.toString('utf8').trim() || `the probe exited ${out.exitCode}` }),
-      (err: unknown) => {
-        if (err instanceof GatewayError) return { ok: false as const, reason: `the probe failed: ${err.message}` };
+      (out): TarballSupport =>
+        out.exitCode === 0
+          ? { ok: true, compression: 'zstd' }
+          : out.exitCode === 4
+            ? { ok: true, compression: 'none' }
+            : { ok: false, reason: out.stdout.toString('utf8').trim() || `the probe exited ${out.exitCode}` },
+      (err: unknown): TarballSupport => {
+        if (err instanceof GatewayError) return { ok: false, reason: `the probe failed: ${err.message}` };
         throw err;
       },
     );
@@ -68,7 +86,7 @@ async function runChecked(client: GatewayClient, script: string, args: string[],
 export async function unpackBundleIn(
   client: GatewayClient,
   bundle: { path: string; expectedArchiveDigest: string },
-  input: { dir: string; sessionId: string; limits: SessionBundleLimits; signal?: AbortSignal | undefined },
+  input: BundleUpload & { dir: string },
 ): Promise<{ mediaType: string; bytes: Uint8Array }> {
   const signal = input.signal;
   const inspection = await inspectSessionBundle({ source: { path: bundle.path, expectedArchiveDigest: bundle.expectedArchiveDigest }, limits: input.limits });
@@ -76,11 +94,12 @@ export async function unpackBundleIn(
     throw new TransferError('transfer_failed', `the checked-out bundle belongs to session ${inspection.manifest.envelope.sessionId}, not ${input.sessionId}`);
   }
   await client.createDirectory(TARBALL_DIR, { signal });
-  await uploadFile(client, bundle.path, BUNDLE_IN, { signal });
+  const { name, flag } = tarball(`${TARBALL_DIR}/bundle`, input.compression);
+  await uploadAs(client, bundle.path, name, input);
   await runChecked(
     client,
-    'set -e; mkdir -m 0755 -- "$2"; tar --zstd -xf "$1" -C "$2" --no-same-owner; rm -f -- "$1" "$2/manifest.json"',
-    [BUNDLE_IN, input.dir],
+    'set -e; mkdir -m 0755 -- "$2"; tar "$3" -xf "$1" -C "$2" --no-same-owner; rm -f -- "$1" "$2/manifest.json"',
+    [name, input.dir, flag],
     'unpacking the session bundle',
     signal,
   );
@@ -100,29 +119,50 @@ export async function unpackBundleIn(
  * a file-by-file copy gives them. The bundle is verified here first, as for `unpackBundleIn`. The staged file is
  * removed whatever tar does.
  */
-export async function unpackWorkspaceIn(
-  client: GatewayClient,
-  bundle: { path: string; expectedArchiveDigest: string },
-  input: { sessionId: string; limits: SessionBundleLimits; signal?: AbortSignal | undefined },
-): Promise<void> {
+export async function unpackWorkspaceIn(client: GatewayClient, bundle: { path: string; expectedArchiveDigest: string }, input: BundleUpload): Promise<void> {
   const signal = input.signal;
   const inspection = await inspectSessionBundle({ source: { path: bundle.path, expectedArchiveDigest: bundle.expectedArchiveDigest }, limits: input.limits });
   if (inspection.manifest.envelope.sessionId !== input.sessionId) {
     throw new TransferError('transfer_failed', `the checked-out bundle belongs to session ${inspection.manifest.envelope.sessionId}, not ${input.sessionId}`);
   }
-  const staged = `.sandbox-sessions-open-${randomBytes(6).toString('hex')}.tar.zst`;
+  const { name, flag } = tarball(`.sandbox-sessions-open-${randomBytes(6).toString('hex')}`, input.compression);
   try {
-    await uploadFile(client, bundle.path, staged, { signal });
+    await uploadAs(client, bundle.path, name, input);
     await runChecked(
       client,
-      'trap \'rm -f -- "$1"\' EXIT; tar --zstd -xf "$1" -m --no-same-owner --strip-components=1 workspace',
-      [staged],
+      'trap \'rm -f -- "$1"\' EXIT; tar "$2" -xf "$1" -m --no-same-owner --strip-components=1 workspace',
+      [name, flag],
       'unpacking the workspace',
       signal,
     );
   } catch (err) {
-    await client.deleteFile(staged).catch(() => undefined);
+    await client.deleteFile(name).catch(() => undefined);
     throw err;
+  }
+}
+
+/** What uploading a verified bundle as one file needs. */
+export interface BundleUpload {
+  sessionId: string;
+  limits: SessionBundleLimits;
+  compression: TarballCompression;
+  /** A private directory of this machine (0700) where an uncompressed copy is made for an image without zstd. */
+  scratch: string;
+  signal?: AbortSignal | undefined;
+}
+
+/** Uploads the bundle as `remote`: as it is, or decompressed here (the codec's decoder: its window cap) for plain tar. */
+async function uploadAs(client: GatewayClient, bundlePath: string, remote: string, input: BundleUpload): Promise<void> {
+  if (input.compression === 'zstd') {
+    await uploadFile(client, bundlePath, remote, { signal: input.signal });
+    return;
+  }
+  const plain = path.join(input.scratch, `plain-${randomBytes(6).toString('hex')}.tar`);
+  try {
+    await pipeline(fs.createReadStream(bundlePath, { highWaterMark: 1024 * 1024 }), createBundleZstdDecompressor(), fs.createWriteStream(plain, { flags: 'wx', mode: 0o600 }));
+    await uploadFile(client, plain, remote, { signal: input.signal });
+  } finally {
+    await fsp.rm(plain, { force: true });
   }
 }
 
@@ -143,34 +183,35 @@ export interface UnpackedSession {
  */
 export async function packSessionOut(
   client: GatewayClient,
-  input: { dir: string; into: string; limits: SessionBundleLimits; signal?: AbortSignal | undefined },
+  input: { dir: string; into: string; limits: SessionBundleLimits; compression: TarballCompression; signal?: AbortSignal | undefined },
 ): Promise<UnpackedSession> {
   const signal = input.signal;
+  const { name, flag } = tarball(`${TARBALL_DIR}/session-out`, input.compression);
+  // A compressed tarball is bounded like a bundle; a plain one like the tar inside a bundle.
+  const limit = input.compression === 'zstd' ? input.limits.maxCompressedBytes : input.limits.maxDecompressedTarBytes;
   await client.createDirectory(TARBALL_DIR, { signal });
   await runChecked(
     client,
-    'set -e; rm -f -- "$1"; tar --zstd -cf "$1" --format=ustar --numeric-owner --owner=0 --group=0 --dereference --hard-dereference -C "$2" state workspace',
-    [SESSION_OUT, input.dir],
+    'set -e; rm -f -- "$1"; tar "$3" -cf "$1" --format=ustar --numeric-owner --owner=0 --group=0 --dereference --hard-dereference -C "$2" state workspace',
+    [name, input.dir, flag],
     'packing the session',
     signal,
   );
   try {
     let size: number | undefined;
-    for await (const e of client.list(TARBALL_DIR, { signal })) if (e.path === posix.basename(SESSION_OUT)) size = e.sizeBytes ?? 0;
+    for await (const e of client.list(TARBALL_DIR, { signal })) if (e.path === posix.basename(name)) size = e.sizeBytes ?? 0;
     if (size === undefined) throw new TransferError('transfer_failed', 'the packed session is missing in the sandbox');
-    if (size > input.limits.maxCompressedBytes) {
-      throw new TransferError('transfer_failed', `the packed session is ${size} bytes, more than the bundle limit of ${input.limits.maxCompressedBytes}`);
-    }
+    if (size > limit) throw new TransferError('transfer_failed', `the packed session is ${size} bytes, more than the bundle limit of ${limit}`);
     await fsp.mkdir(input.into, { mode: 0o700 });
-    const file = path.join(input.into, 'session.tar.zst');
-    await downloadFile(client, SESSION_OUT, file, size, { signal });
+    const file = path.join(input.into, posix.basename(name));
+    await downloadFile(client, name, file, size, { signal });
     try {
-      const unpacked = await readSessionTarball(file, path.join(input.into, 'tree'), input.limits);
+      const unpacked = await readSessionTarball(file, path.join(input.into, 'tree'), input.limits, input.compression);
       return { ...unpacked, transferredBytes: size };
     } finally {
       await fsp.rm(file, { force: true });
     }
   } finally {
-    await client.deleteFile(SESSION_OUT, {}, { signal }).catch(() => undefined);
+    await client.deleteFile(name, {}, { signal }).catch(() => undefined);
   }
 }

@@ -1,5 +1,5 @@
-// The strict, bounded reader of the `tar.zst` a sandbox packs its session into (sandboxTarball.ts): it is a
-// module of its own because the sandbox's tar is never trusted — every header is checked (USTAR, checksum, type,
+// The strict, bounded reader of the `tar.zst` (or plain tar) a sandbox packs its session into (sandboxTarball.ts): it
+// is a module of its own because the sandbox's tar is never trusted — every header is checked (USTAR, checksum, type,
 // confined UTF-8 path, quotas) before anything is written, and the snapshot policy is applied on the way in.
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
@@ -215,14 +215,16 @@ function checkHeader(header: Buffer, limits: SessionBundleLimits, entryNumber: n
  * extensions, unsafe or non-UTF-8 names, bad checksums, a truncated archive, more than the limits allow — is refused
  * with an error that names it. Workspace entries the snapshot policy excludes are read past and reported.
  */
-export async function readSessionTarball(file: string, into: string, limits: SessionBundleLimits): Promise<ReadSession> {
+export async function readSessionTarball(file: string, into: string, limits: SessionBundleLimits, compression: 'zstd' | 'none' = 'zstd'): Promise<ReadSession> {
   await fsp.mkdir(into, { mode: 0o700 });
   await fsp.mkdir(path.join(into, 'state'), { mode: 0o700 });
   await fsp.mkdir(path.join(into, 'workspace'), { mode: 0o755 });
   const reader = new TarballReader(into, limits);
   try {
     // Output in 256 KiB chunks: Node's default of 16 KiB makes decompressing about three times slower.
-    await pipeline(fs.createReadStream(file, { highWaterMark: 1024 * 1024 }), zlib.createZstdDecompress({ chunkSize: 256 * 1024 }), reader.sink());
+    const source = fs.createReadStream(file, { highWaterMark: 1024 * 1024 });
+    if (compression === 'zstd') await pipeline(source, zlib.createZstdDecompress({ chunkSize: 256 * 1024 }), reader.sink());
+    else await pipeline(source, reader.sink());
     if (!reader.ended || reader.current !== undefined) throw refuse("the sandbox's tarball is truncated");
   } catch (err) {
     reader.current?.out?.destroy();

@@ -24,7 +24,7 @@ import type { ImmutableObjectStore } from '../repository/objectStore';
 import { confirmedHostRoot, placeEntries, placeSession } from './hostPlacement';
 import { copyWorkspaceOutKnown, surveyWorkspace, type KnownWorkspace } from './remoteWorkspace';
 import type { SandboxProvider } from './provider';
-import { packSessionOut, tarballSupport, unpackBundleIn, unpackWorkspaceIn } from './sandboxTarball';
+import { packSessionOut, type TarballCompression, type TarballSupport, tarballSupport, unpackBundleIn, unpackWorkspaceIn } from './sandboxTarball';
 import { downloadTree, uploadTree } from './transfer';
 
 /** The state identity descriptor of a bundle (spec §1.1): opaque bytes of a media type. */
@@ -58,8 +58,15 @@ export type SessionPlacement =
 /** The steps of `captureFrom`, as they start (`repack`: packed by tar in the sandbox, downloaded as one file). */
 export type CaptureStep = 'read-in-place' | 'download' | 'repack' | 'snapshot' | 'pack';
 
-/** How a session crosses the gateway: one `tar.zst` each way, or file by file (with the reason tar could not be used). */
-export type SessionTransfer = { how: 'tarball' } | { how: 'files'; reason: string };
+/**
+ * How a session crosses the gateway: one tarball each way (`tar.zst`, or plain tar in an image without zstd), or file
+ * by file (with the reason tar could not be used).
+ */
+export type SessionTransfer = { how: 'tarball'; compression: TarballCompression } | { how: 'files'; reason: string };
+
+function transferOf(support: TarballSupport): SessionTransfer {
+  return support.ok ? { how: 'tarball', compression: support.compression } : { how: 'files', reason: support.reason };
+}
 
 export interface CaptureBundle {
   sessionId: string;
@@ -189,11 +196,10 @@ export async function checkoutInto(
 ): Promise<SessionIdentity> {
   if (sandbox.hostRoot === undefined && placement.kind === 'session') {
     const support = await tarballSupport(sandbox.client, signalOf(options));
-    options.onTransfer?.(support.ok ? { how: 'tarball' } : { how: 'files', reason: support.reason });
+    options.onTransfer?.(transferOf(support));
     if (support.ok) {
-      return withCheckpointBundle(input, (bundle) =>
-        unpackBundleIn(sandbox.client, bundle, { dir: placement.dir, sessionId: input.sessionId, limits: input.limits, signal: options.signal }),
-      );
+      const upload = { dir: placement.dir, sessionId: input.sessionId, limits: input.limits, compression: support.compression, scratch: input.scratch, signal: options.signal };
+      return withCheckpointBundle(input, (bundle) => unpackBundleIn(sandbox.client, bundle, upload));
     }
   }
   if (sandbox.hostRoot === undefined || placement.kind !== 'session') {
@@ -223,9 +229,10 @@ export async function checkoutInto(
 export async function checkoutWorkspaceInto(sandbox: SandboxAccess, input: CheckoutInput, options: MoveOptions = {}): Promise<void> {
   if (sandbox.hostRoot === undefined) {
     const support = await tarballSupport(sandbox.client, signalOf(options));
-    options.onTransfer?.(support.ok ? { how: 'tarball' } : { how: 'files', reason: support.reason });
+    options.onTransfer?.(transferOf(support));
     if (support.ok) {
-      await withCheckpointBundle(input, (bundle) => unpackWorkspaceIn(sandbox.client, bundle, { sessionId: input.sessionId, limits: input.limits, signal: options.signal }));
+      const upload = { sessionId: input.sessionId, limits: input.limits, compression: support.compression, scratch: input.scratch, signal: options.signal };
+      await withCheckpointBundle(input, (bundle) => unpackWorkspaceIn(sandbox.client, bundle, upload));
       return;
     }
   }
@@ -290,10 +297,11 @@ export async function captureFrom(sandbox: SandboxAccess, placement: SessionPlac
     }
     if (sandbox.hostRoot === undefined && placement.kind === 'session') {
       const support = await tarballSupport(sandbox.client, signalOf(options));
-      options.onTransfer?.(support.ok ? { how: 'tarball' } : { how: 'files', reason: support.reason });
+      options.onTransfer?.(transferOf(support));
       if (support.ok) {
         options.onStep?.('repack');
-        const unpacked = await packSessionOut(sandbox.client, { dir: placement.dir, into: path.join(work, 'copy'), limits: bundle.limits, signal: options.signal });
+        const into = path.join(work, 'copy');
+        const unpacked = await packSessionOut(sandbox.client, { dir: placement.dir, into, limits: bundle.limits, compression: support.compression, signal: options.signal });
         // Read here from the sandbox's tarball into a private tree nothing else writes: no snapshot copy of it.
         const packed = await pack(unpacked, true);
         return { ...packed, workspace: withSkipped(packed.workspace, unpacked.skipped) };

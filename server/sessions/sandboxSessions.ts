@@ -235,7 +235,12 @@ export class SandboxSessionService {
         work.progress?.('uploading', `copying the workspace of ${into}`);
         const access = await this.access(sandbox.ref, client, work.signal);
         const onTransfer = (t: SessionTransfer) =>
-          work.progress?.('uploading', t.how === 'tarball' ? `copying the workspace of ${into} as one file` : `copying the workspace of ${into} file by file (${t.reason})`);
+          work.progress?.(
+            'uploading',
+            t.how === 'files'
+              ? `copying the workspace of ${into} file by file (${t.reason})`
+              : `copying the workspace of ${into} as one file${t.compression === 'zstd' ? '' : ' (uncompressed: the image has no zstd)'}`,
+          );
         if (session !== undefined) await hydrateInto(access, session, { kind: 'workspace' }, { signal: work.signal });
         else await checkoutWorkspaceInto(access, checkout, { signal: work.signal, onTransfer });
       } catch (err) {

@@ -18,13 +18,14 @@ import { compareSandboxWithRevision } from '../../../server/sessions/sandboxChan
 import { SandboxSessionService } from '../../../server/sessions/sandboxSessions';
 import { createActivationWorld, quietLogger, type ActivationWorld } from '../../fixtures/activation/harness';
 
-/** A gateway client that counts what crosses it, and can play an image without GNU sha256sum, or without tar. */
+/** A gateway client that counts what crosses it, and can play an image without GNU sha256sum, tar or zstd. */
 class CountingClient extends GatewayClient {
   readPaths: string[] = [];
   writes = 0;
   hashCommands = 0;
   noSha256sum = false;
   noTar = false;
+  noZstd = false;
 
   override read(...args: Parameters<GatewayClient['read']>): ReturnType<GatewayClient['read']> {
     this.readPaths.push(args[0]);
@@ -37,10 +38,14 @@ class CountingClient extends GatewayClient {
   }
 
   override async runCommand(...args: Parameters<GatewayClient['runCommand']>): Promise<CommandOutput> {
-    // The probe of sandboxTarball.ts, answered as an image without tar answers it.
+    // The probe of sandboxTarball.ts, answered as an image without tar, or with GNU tar but no zstd, answers it.
     if (this.noTar && args[0].argv?.[0] === 'sh' && args[0].argv[2]?.includes('command -v tar') === true) {
       return { exitCode: 3, stdout: Buffer.from('the image has no tar\n'), stderr: Buffer.alloc(0), timedOut: false, truncated: false } as CommandOutput;
     }
+    if (this.noZstd && args[0].argv?.[0] === 'sh' && args[0].argv[2]?.includes('command -v zstd') === true) {
+      return { exitCode: 4, stdout: Buffer.alloc(0), stderr: Buffer.alloc(0), timedOut: false, truncated: false } as CommandOutput;
+    }
+    if (this.noZstd && args[0].argv?.includes('--zstd') === true) throw new Error('an image without zstd was asked to run it');
     if (args[0].argv?.[0] === 'sha256sum') {
       this.hashCommands += 1;
       // BusyBox's sha256sum: no -z, a usage message and exit 1.
@@ -202,14 +207,17 @@ describe('a remote sandbox read against a revision held here (digests computed i
     assert.deepEqual(fs.readdirSync(openedRoot).filter((name) => name.startsWith('.sandbox-sessions')), [], 'the staged bundle is gone');
     assert.ok(fs.statSync(path.join(openedRoot, 'same.txt')).mtimeMs >= started - 2_000, "today's mtimes, as a file-by-file copy gives them");
 
-    // The same function, counted: one upload (in parts above the gateway's write limit); without tar, one per file.
+    // The same function, counted: one upload (in parts above the gateway's write limit), uncompressed in an image with
+    // GNU tar but no zstd; without tar, one per file.
     const r1 = await world.repo.checkoutExact({ sessionId: 'remote', revision: 'r1' });
     const checkout = (scratch: string) => ({ objects: world.repo.objects, checkpoint: r1.checkpoint, sessionId: 'remote', limits: DEFAULT_PEOPLE_LIMITS, scratch });
     const bundleBytes = r1.checkpoint.value.compatibilityBundle.bytes;
-    for (const noTar of [false, true]) {
+    for (const image of ['tar and zstd', 'tar', 'neither'] as const) {
+      const noTar = image === 'neither';
       const sandbox = (await world.provider.create(spec, { waitForReady: true })).ref;
       const c = await client(sandbox);
       c.noTar = noTar;
+      c.noZstd = image !== 'tar and zstd';
       const transfers: SessionTransfer[] = [];
       try {
         await checkoutWorkspaceInto({ client: c, hostRoot: undefined }, checkout(fs.mkdtempSync(path.join(world.dir, 'open-'))), { onTransfer: (t) => transfers.push(t) });
@@ -219,8 +227,11 @@ describe('a remote sandbox read against a revision held here (digests computed i
       if (noTar) {
         assert.deepEqual(transfers, [{ how: 'files', reason: 'the image has no tar' }]);
         assert.equal(c.writes, 10 + 2 * Math.ceil(2_000_000 / (512 * 1024)), 'one write per file of r1: ten small ones, and big.bin and big2.bin in 512 KiB parts');
+      } else if (image === 'tar') {
+        assert.deepEqual(transfers, [{ how: 'tarball', compression: 'none' }]);
+        assert.ok(c.writes < 12, 'one uncompressed tar, in parts');
       } else {
-        assert.deepEqual(transfers, [{ how: 'tarball' }]);
+        assert.deepEqual(transfers, [{ how: 'tarball', compression: 'zstd' }]);
         assert.equal(c.writes, bundleBytes <= 786_000 ? 1 : Math.ceil(bundleBytes / (512 * 1024)));
       }
       await sameAsR1(sandbox);

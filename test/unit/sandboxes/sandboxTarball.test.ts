@@ -1,7 +1,7 @@
 // The strict reader of a session tarball that a sandbox's own tar made (sandboxTarball.ts): what it carries back
 // (files, directories, execute bits; policy-excluded workspace entries read past and reported) and what it refuses
-// (links, escaping or absolute paths, a truncated archive, more than the limits). The archives are made by this
-// machine's GNU tar with the very flags the sandbox uses.
+// (links, escaping or absolute paths, a truncated archive, more than the limits), compressed or plain. The archives
+// are made by this machine's GNU tar with the very flags the sandbox uses.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -52,6 +52,18 @@ describe('a session tarball from a sandbox, read strictly', () => {
     assert.ok(!fs.existsSync(path.join(got.workspaceRoot, 'node_modules')));
     assert.ok(!fs.existsSync(path.join(got.workspaceRoot, 'debug.log')));
     assert.deepEqual(got.skipped.map((s) => s.path).sort(), ['debug.log', 'node_modules/']);
+  });
+
+  it('reads the plain tar of an image without zstd the same way, and refuses a zstd one read as plain', async () => {
+    const root = session({ 'state/s.json': '{}', 'workspace/run.sh*': '#!/bin/sh\n', 'workspace/debug.log': 'noise' });
+    const plain = path.join(dir, `t-${++n}.tar`);
+    execFileSync('tar', [...FLAGS.filter((f) => f !== '--zstd'), '-cf', plain, '-C', root, 'state', 'workspace']);
+    const got = await readSessionTarball(plain, path.join(dir, 'plain'), DEFAULT_PEOPLE_LIMITS, 'none');
+    assert.equal(fs.readFileSync(path.join(got.stateRoot, 's.json'), 'utf8'), '{}');
+    assert.equal(fs.statSync(path.join(got.workspaceRoot, 'run.sh')).mode & 0o777, 0o755);
+    assert.deepEqual(got.skipped.map((s) => s.path), ['debug.log']);
+    await assert.rejects(readSessionTarball(tarOf(root), path.join(dir, 'mixed'), DEFAULT_PEOPLE_LIMITS, 'none'), /tarball/);
+    assert.ok(!fs.existsSync(path.join(dir, 'mixed')), 'nothing left of a refused read');
   });
 
   it('refuses a symbolic link, a path out of the session, an absolute path, a truncated archive and more than the limits', async () => {

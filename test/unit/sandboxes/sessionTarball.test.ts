@@ -1,0 +1,91 @@
+// An activation's session through the gateway as ONE tarball each way (sandboxTarball.ts): `tar.zst` where the image
+// has the zstd program, plain tar where it has only GNU tar (Debian's slim images). Either way the session that
+// arrives is the bundle's, and the one that comes back packs to Maka's golden bundle byte for byte; nothing of the
+// transfer stays in the sandbox, and an image without zstd is never asked to run it. Real parts: the local gateway
+// and its processes, the file repository, this machine's GNU tar; the sandbox's directory is not offered, as a
+// cluster's is not.
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { CODEC_TEST_LIMITS } from '../../../protocol/bundle';
+import { type CommandOutput, GatewayClient } from '../../../protocol/kruntimes/gatewayClient';
+import type { StoredSessionCheckpoint } from '../../../protocol/repository';
+import { packSessionBundle } from '../../../server/bundle';
+import { publishSessionCheckpointV1 } from '../../../server/repository/checkpoint';
+import { captureFrom, checkoutInto, type SessionTransfer } from '../../../server/sandboxes/workspaceMover';
+import { createActivationWorld, type ActivationWorld } from '../../fixtures/activation/harness';
+import { createFixture, fixturePackOptions, GOLDEN } from '../../fixtures/bundle/goldenFixture';
+
+/** A client whose sandbox has GNU tar but, when `noZstd`, no zstd program: the probe says so and `--zstd` fails. */
+class ImageClient extends GatewayClient {
+  noZstd = false;
+  commands: string[][] = [];
+
+  override async runCommand(...args: Parameters<GatewayClient['runCommand']>): Promise<CommandOutput> {
+    const argv = args[0].argv ?? [];
+    this.commands.push(argv);
+    if (this.noZstd && argv[0] === 'sh' && argv[2]?.includes('command -v zstd') === true) {
+      return { exitCode: 4, stdout: Buffer.alloc(0), stderr: Buffer.alloc(0), timedOut: false, truncated: false } as CommandOutput;
+    }
+    if (this.noZstd && argv.includes('--zstd')) {
+      return { exitCode: 2, stdout: Buffer.alloc(0), stderr: Buffer.from('tar: zstd: Cannot exec: No such file or directory\n'), timedOut: false, truncated: false } as CommandOutput;
+    }
+    return super.runCommand(...args);
+  }
+}
+
+describe("an activation's session through the gateway as one tarball: tar.zst, or plain tar without zstd", function () {
+  this.timeout(120_000);
+  let world: ActivationWorld;
+  let checkpoint: StoredSessionCheckpoint;
+
+  before(async () => {
+    world = await createActivationWorld();
+    const roots = createFixture(path.join(world.dir, 'src'));
+    const artifact = await packSessionBundle({ ...fixturePackOptions(roots, path.join(world.dir, 'golden.tar.zst')), limits: CODEC_TEST_LIMITS });
+    checkpoint = await publishSessionCheckpointV1({ objectStore: world.repo.objects, compatibilityBundle: artifact });
+  });
+  after(async () => {
+    await world?.dispose();
+  });
+
+  for (const compression of ['zstd', 'none'] as const) {
+    it(`${compression === 'zstd' ? 'tar.zst' : 'plain tar'}: in and back out, the golden bundle again; nothing left in the sandbox`, async () => {
+      const sandbox = (await world.provider.create({ provider: 'local', namespace: 'default', runtime: 'process' }, { waitForReady: true })).ref;
+      const connection = await world.provider.open(sandbox);
+      const client = new ImageClient({ endpoint: connection.endpoint, token: connection.token });
+      client.noZstd = compression === 'none';
+      const scratch = fs.mkdtempSync(path.join(world.dir, 'scratch-'));
+      const access = { client, hostRoot: undefined };
+      const placement = { kind: 'session', dir: 'session' } as const;
+      const transfers: SessionTransfer[] = [];
+      try {
+        const identity = await checkoutInto(access, placement, { objects: world.repo.objects, checkpoint, sessionId: GOLDEN.sessionId, limits: CODEC_TEST_LIMITS, scratch }, { onTransfer: (t) => transfers.push(t) });
+        assert.deepEqual(Buffer.from(identity.bytes), GOLDEN.identityBytes);
+        const root = (await world.provider.hostDirectory?.(sandbox)) as string;
+        assert.deepEqual(fs.readdirSync(path.join(root, 'session')).sort(), ['state', 'workspace']);
+        assert.equal(fs.readFileSync(path.join(root, 'session/state/session.bin'), 'utf8'), 'state');
+        assert.equal(fs.statSync(path.join(root, 'session/workspace/run.sh')).mode & 0o777, 0o755);
+        assert.deepEqual(fs.readdirSync(path.join(root, 'activation')), [], 'the uploaded tarball is gone');
+
+        const packed = await captureFrom(
+          access,
+          placement,
+          { sessionId: GOLDEN.sessionId, lastCommittedActivationId: GOLDEN.lastCommittedActivationId, stateIdentity: identity, limits: CODEC_TEST_LIMITS, destination: path.join(scratch, 'next.tar.zst') },
+          { scratch, onTransfer: (t) => transfers.push(t) },
+        );
+        assert.equal(packed.artifact.archiveDigest, GOLDEN.archiveDigest, 'byte for byte the bundle that went in');
+        assert.deepEqual(fs.readdirSync(path.join(root, 'activation')), [], 'the downloaded tarball is gone');
+        assert.deepEqual(transfers, [
+          { how: 'tarball', compression },
+          { how: 'tarball', compression },
+        ]);
+        if (compression === 'none') assert.ok(!client.commands.some((argv) => argv.includes('--zstd')), 'an image without zstd is never asked to run it');
+        assert.deepEqual(fs.readdirSync(scratch).filter((name) => name !== 'next.tar.zst'), [], 'no uncompressed copy left here');
+      } finally {
+        await client.close();
+        await world.provider.delete(sandbox);
+      }
+    });
+  }
+});
