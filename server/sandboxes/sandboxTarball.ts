@@ -14,7 +14,7 @@ import fsp from 'node:fs/promises';
 import path from 'node:path';
 import posix from 'node:path/posix';
 import { pipeline } from 'node:stream/promises';
-import type { SessionBundleLimits, WorkspaceSnapshotReport } from '../../protocol/bundle';
+import type { SessionBundleLimits, SessionBundleManifestV1, WorkspaceSnapshotReport } from '../../protocol/bundle';
 import type { GatewayClient } from '../../protocol/kruntimes/gatewayClient';
 import { GatewayError } from '../../protocol/kruntimes/gatewayErrors';
 import { inspectSessionBundle } from '../bundle';
@@ -32,7 +32,10 @@ export type TarballCompression = 'zstd' | 'none';
 
 export type TarballSupport = { ok: true; compression: TarballCompression } | { ok: false; reason: string };
 
-/** The name of the one file (`base` + its extension) and the tar flags that read or write it. */
+/**
+ * The name of the one file (`base` + its extension) and the tar flag that reads or writes it (for plain tar one that
+ * changes nothing, so that each script takes a flag either way).
+ */
 function tarball(base: string, compression: TarballCompression): { name: string; flag: string } {
   return compression === 'zstd' ? { name: `${base}.tar.zst`, flag: '--zstd' } : { name: `${base}.tar`, flag: '--no-auto-compress' };
 }
@@ -89,10 +92,7 @@ export async function unpackBundleIn(
   input: BundleUpload & { dir: string },
 ): Promise<{ mediaType: string; bytes: Uint8Array }> {
   const signal = input.signal;
-  const inspection = await inspectSessionBundle({ source: { path: bundle.path, expectedArchiveDigest: bundle.expectedArchiveDigest }, limits: input.limits });
-  if (inspection.manifest.envelope.sessionId !== input.sessionId) {
-    throw new TransferError('transfer_failed', `the checked-out bundle belongs to session ${inspection.manifest.envelope.sessionId}, not ${input.sessionId}`);
-  }
+  const manifest = await verifiedManifest(bundle, input);
   await client.createDirectory(TARBALL_DIR, { signal });
   const { name, flag } = tarball(`${TARBALL_DIR}/bundle`, input.compression);
   await uploadAs(client, bundle.path, name, input);
@@ -109,7 +109,7 @@ export async function unpackBundleIn(
     throw new TransferError('transfer_failed', 'the state identity in the sandbox is larger than the bundle limits allow');
   }
   await client.deleteFile(identityPath, {}, { signal });
-  return { mediaType: inspection.manifest.stateIdentity.mediaType, bytes: identity.contents };
+  return { mediaType: manifest.stateIdentity.mediaType, bytes: identity.contents };
 }
 
 /**
@@ -121,10 +121,7 @@ export async function unpackBundleIn(
  */
 export async function unpackWorkspaceIn(client: GatewayClient, bundle: { path: string; expectedArchiveDigest: string }, input: BundleUpload): Promise<void> {
   const signal = input.signal;
-  const inspection = await inspectSessionBundle({ source: { path: bundle.path, expectedArchiveDigest: bundle.expectedArchiveDigest }, limits: input.limits });
-  if (inspection.manifest.envelope.sessionId !== input.sessionId) {
-    throw new TransferError('transfer_failed', `the checked-out bundle belongs to session ${inspection.manifest.envelope.sessionId}, not ${input.sessionId}`);
-  }
+  await verifiedManifest(bundle, input);
   const { name, flag } = tarball(`.sandbox-sessions-open-${randomBytes(6).toString('hex')}`, input.compression);
   try {
     await uploadAs(client, bundle.path, name, input);
@@ -149,6 +146,15 @@ export interface BundleUpload {
   /** A private directory of this machine (0700) where an uncompressed copy is made for an image without zstd. */
   scratch: string;
   signal?: AbortSignal | undefined;
+}
+
+/** The manifest of the bundle, verified here (every byte, against its digest) and of the session expected. */
+async function verifiedManifest(bundle: { path: string; expectedArchiveDigest: string }, input: BundleUpload): Promise<SessionBundleManifestV1> {
+  const { manifest } = await inspectSessionBundle({ source: { path: bundle.path, expectedArchiveDigest: bundle.expectedArchiveDigest }, limits: input.limits });
+  if (manifest.envelope.sessionId !== input.sessionId) {
+    throw new TransferError('transfer_failed', `the checked-out bundle belongs to session ${manifest.envelope.sessionId}, not ${input.sessionId}`);
+  }
+  return manifest;
 }
 
 /** Uploads the bundle as `remote`: as it is, or decompressed here (the codec's decoder: its window cap) for plain tar. */

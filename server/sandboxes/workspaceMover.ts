@@ -3,10 +3,11 @@
 // (`checkoutSession`), put that tree into a sandbox (`hydrateInto`) and bring a sandbox's session back as a packed
 // bundle (`captureFrom`). Both directions take the host-directory fast path when the sandbox's root is a directory of
 // this machine (the local runtime, confirmed against the sandbox's own `pwd`), else go file by file through the
-// gateway — or, in a sandbox whose image has GNU tar and zstd, as ONE file: an activation's session each way
-// (sandboxTarball.ts: the verified bundle unpacked by `tar` in the sandbox; the session packed by `tar` there and
-// read back here by a strict reader), and a revision's workspace into a new sandbox (`checkoutWorkspaceInto`). Whatever comes back from a sandbox goes through `packWorkspace`, the one place
-// the snapshot policy is applied, and our codec; only a tree hydrated from a verified bundle is repacked as it is
+// gateway — or, in a sandbox whose image has GNU tar, as ONE file (zstd-compressed when the image has zstd): an
+// activation's session each way (sandboxTarball.ts: the verified bundle unpacked by `tar` in the sandbox; the session
+// packed by `tar` there and read back here by a strict reader), and a revision's workspace into a new sandbox
+// (`checkoutWorkspaceInto`). Whatever comes back from a sandbox goes through `packWorkspace`, the one place the
+// snapshot policy is applied, and our codec; only a tree hydrated from a verified bundle is repacked as it is
 // (`repackSession`, fork).
 import fsp from 'node:fs/promises';
 import path from 'node:path';
@@ -222,9 +223,9 @@ export async function checkoutInto(
 
 /**
  * Open Revision in New Sandbox: a revision's workspace into a sandbox nothing has run in yet, as its root. A sandbox
- * without a directory here whose image has GNU tar and zstd gets the verified bundle as ONE upload, unpacked by its
- * own tar (sandboxTarball.ts); any other gets the checked-out tree (moved into a local sandbox's directory, else
- * copied file by file).
+ * without a directory here whose image has GNU tar gets the verified bundle as ONE upload (decompressed here when the
+ * image has no zstd), unpacked by its own tar (sandboxTarball.ts); any other gets the checked-out tree (moved into a
+ * local sandbox's directory, else copied file by file).
  */
 export async function checkoutWorkspaceInto(sandbox: SandboxAccess, input: CheckoutInput, options: MoveOptions = {}): Promise<void> {
   if (sandbox.hostRoot === undefined) {
