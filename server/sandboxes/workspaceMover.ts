@@ -227,7 +227,14 @@ export async function checkoutInto(
  * image has no zstd), unpacked by its own tar (sandboxTarball.ts); any other gets the checked-out tree (moved into a
  * local sandbox's directory, else copied file by file).
  */
-export async function checkoutWorkspaceInto(sandbox: SandboxAccess, input: CheckoutInput, options: MoveOptions = {}): Promise<void> {
+export async function checkoutWorkspaceInto(
+  sandbox: SandboxAccess,
+  input: CheckoutInput,
+  options: MoveOptions & {
+    /** The revision, checked out already (`checkoutSession` of the same input): used unless the bundle goes as one file. */
+    checkedOut?: HydratedSession | undefined;
+  } = {},
+): Promise<void> {
   if (sandbox.hostRoot === undefined) {
     const support = await tarballSupport(sandbox.client, signalOf(options));
     options.onTransfer?.(transferOf(support));
@@ -237,7 +244,7 @@ export async function checkoutWorkspaceInto(sandbox: SandboxAccess, input: Check
       return;
     }
   }
-  await hydrateInto(sandbox, await checkoutSession(input), { kind: 'workspace' }, options);
+  await hydrateInto(sandbox, options.checkedOut ?? (await checkoutSession(input)), { kind: 'workspace' }, options);
 }
 
 /** A session with no revision yet, as an empty tree under `scratch/hydrated`. */

@@ -17,7 +17,7 @@ import { materializeSessionCheckpointV1, publishSessionCheckpointV1 } from '../r
 import type { SessionRepository } from '../repository/contract';
 import { SandboxError, type SandboxProvider, type WorkOptions } from '../sandboxes/provider';
 import type { KnownWorkspace } from '../sandboxes/remoteWorkspace';
-import { type CaptureStep, captureFrom, checkoutSession, checkoutWorkspaceInto, type HydratedSession, hostRootOf, hydrateInto, type SandboxAccess, type SessionTransfer } from '../sandboxes/workspaceMover';
+import { type CaptureStep, captureFrom, checkoutSession, checkoutWorkspaceInto, type HydratedSession, hostRootOf, type SandboxAccess, type SessionTransfer } from '../sandboxes/workspaceMover';
 import { SandboxSessionsError } from '../../protocol/errors';
 import { knownWorkspaceOf, type RevisionIndexCache } from './revisionIndex';
 
@@ -219,12 +219,12 @@ export class SandboxSessionService {
     try {
       const checkout = { objects: repository.objects, checkpoint: revision.checkpoint, sessionId: input.sessionId, limits: DEFAULT_PEOPLE_LIMITS, scratch: tmp };
       const provider = this.provider(input.sandbox.provider);
-      // A provider that keeps sandboxes here gets the tree checked out first (a bad revision then costs no sandbox) and
-      // moved in; one that does not gets the bundle itself, once its sandbox says how it can take it.
-      let session: HydratedSession | undefined;
+      // A provider that may keep the sandbox here gets the tree checked out first (a bad revision then costs no
+      // sandbox), to be moved in; a sandbox without a directory here gets the bundle itself as one file, if it can.
+      let checkedOut: HydratedSession | undefined;
       if (provider.hostDirectory !== undefined) {
         work.progress?.('checkout', `checking out ${input.sessionId}@${revision.ref.revision}`);
-        session = await checkoutSession(checkout);
+        checkedOut = await checkoutSession(checkout);
         work.signal?.throwIfAborted();
       }
       const opened = sessionRevisionAnnotation({ ...revision.ref, at: new Date().toISOString(), how: 'opened' });
@@ -241,8 +241,7 @@ export class SandboxSessionService {
               ? `copying the workspace of ${into} file by file (${t.reason})`
               : `copying the workspace of ${into} as one file${t.compression === 'zstd' ? '' : ' (uncompressed: the image has no zstd)'}`,
           );
-        if (session !== undefined) await hydrateInto(access, session, { kind: 'workspace' }, { signal: work.signal });
-        else await checkoutWorkspaceInto(access, checkout, { signal: work.signal, onTransfer });
+        await checkoutWorkspaceInto(access, checkout, { signal: work.signal, onTransfer, checkedOut });
       } catch (err) {
         // A half-filled sandbox is worse than none: cancel it, keep the error.
         await provider.terminate(sandbox.ref, 'Immediate', { wait: false }).catch(() => undefined);

@@ -208,7 +208,7 @@ describe('activations on OpenSandbox (local Runs with backend opensandbox, again
     );
   });
 
-  it('a person\'s OpenSandbox sandbox saved as r1 is compared with it by digests computed in the sandbox', async () => {
+  it('a person\'s OpenSandbox sandbox saved as r1 is compared with it by digests computed in the sandbox, and r1 opens in a new one as one file', async () => {
     const sessions = new SandboxSessionService(async () => repo, new Map([['local', provider]]), { kind: 'file', description: repoRoot }, log);
     const revisions = new RevisionIndexCache(async () => repo, path.join(dir, 'revisions'));
     const sandbox = await provider.create({ provider: 'local', runtime: 'opensandbox', namespace: 'default' }, { waitForReady: true });
@@ -227,6 +227,19 @@ describe('activations on OpenSandbox (local Runs with backend opensandbox, again
         { path: 'run.sh', status: 'modified' },
         { path: 'src/c.ts', status: 'deleted' },
       ]);
+      // Open Revision in New Sandbox: r1 goes into a new OpenSandbox sandbox as one file, unpacked by its tar.
+      const said: string[] = [];
+      const opened = await sessions.openInSandbox(
+        { sessionId: 'compare-osb', revision: 'r1', sandbox: { provider: 'local', runtime: 'opensandbox', namespace: 'default' } },
+        { progress: (_phase, message) => said.push(message ?? '') },
+      );
+      try {
+        assert.ok(said.includes(`copying the workspace of compare-osb@r1 into ${opened.sandbox.ref.name} as one file`), said.join('\n'));
+        const again = await compareSandboxWithRevision({ sessions, revisions }, { sandbox: opened.sandbox.ref, sessionId: 'compare-osb', revision: 'r1' });
+        assert.deepEqual([again.changes, again.unchanged], [[], 4]);
+      } finally {
+        await provider.delete(opened.sandbox.ref);
+      }
     } finally {
       await gw.close();
       await revisions.dispose();
