@@ -132,6 +132,8 @@ class FileStorage implements RepositoryStorage {
       const view = this.view(await this.load());
       const referenced = referencedObjectIds(this.objects, view.allRevisions(), view.allForks());
       const now = Date.now();
+      // Also the objects released earlier that were too young then.
+      const pending = new Set(await this.deferred.list());
       let ids: string[];
       if (candidates === 'all') {
         await removeDeadLockLeftovers(this.lockFile);
@@ -139,23 +141,22 @@ class FileStorage implements RepositoryStorage {
         // A publisher writes its temp file without the lock: only remove ones too old to be live.
         const tempGraceMs = Math.max(graceMs, MIN_TEMP_AGE_MS);
         for (const t of listed.temps) if (now - t.mtimeMs >= tempGraceMs) await removeIfPresent(t.path);
-        ids = [...new Set([...listed.objects.map((o) => o.id), ...(await this.deferred.list())])];
+        ids = [...new Set([...listed.objects.map((o) => o.id), ...pending])];
       } else {
-        // Also the objects released earlier that were too young then.
-        ids = [...new Set([...candidates, ...(await this.deferred.list())])];
+        ids = [...new Set([...candidates, ...pending])];
       }
       let deleted = 0;
       for (const id of ids) {
         const info = referenced.has(id) ? undefined : await this.objects.stat(id);
         if (info && now - info.mtimeMs < graceMs) {
-          await this.deferred.remember(id);
+          if (!pending.has(id)) await this.deferred.remember(id);
           continue;
         }
         if (info) {
           await this.objects.remove(id);
           deleted++;
         }
-        await this.deferred.forget(id);
+        if (pending.has(id)) await this.deferred.forget(id);
       }
       return deleted;
     } finally {
