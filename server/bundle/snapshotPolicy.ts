@@ -20,6 +20,11 @@ const EXCLUDED_SEGMENTS: ReadonlyMap<string, SnapshotExclusionCategory> = new Ma
   ['.maka-activation', 'runtime_scratch'],
 ]);
 
+/** The names (lower case) the policy leaves out wherever they appear in a workspace, whatever their case there. */
+export function excludedSegmentNames(): string[] {
+  return [...EXCLUDED_SEGMENTS.keys()];
+}
+
 const SECRET_NAMES = new Set(['.npmrc', '.netrc', '.pypirc', '.terraformrc', '.git-credentials', '.git-credentials.lock', 'service-account.json', 'service-account-key.json']);
 const SECRET_NAME_PATTERNS: readonly RegExp[] = [
   /^\.env/,

@@ -18,6 +18,7 @@ import type { SessionBundleLimits, SessionBundleManifestV1, WorkspaceSnapshotRep
 import type { GatewayClient } from '../../protocol/kruntimes/gatewayClient';
 import { GatewayError } from '../../protocol/kruntimes/gatewayErrors';
 import { inspectSessionBundle } from '../bundle';
+import { classifyWorkspacePath, excludedSegmentNames } from '../bundle/snapshotPolicy';
 import { createBundleZstdDecompressor } from '../bundle/zstdFrame';
 import { readSessionTarball } from './tarballReader';
 import { downloadFile, TransferError, uploadFile } from './transfer';
@@ -184,7 +185,8 @@ export interface UnpackedSession {
 /**
  * Packs `dir/state` and `dir/workspace` inside the sandbox into one `tar.zst` (symbolic and hard links followed, as
  * a file-by-file copy through the gateway would), downloads it and unpacks it with `readSessionTarball` into `into`
- * (which must not exist). Entries the snapshot policy excludes from the workspace are read past, not written, and
+ * (which must not exist). The workspace entries the snapshot policy leaves out by name are found in the sandbox first
+ * and left out of the tarball (`excludedInSandbox`); any other entry it excludes is read past, not written. Both are
  * reported as skipped.
  */
 export async function packSessionOut(
@@ -196,10 +198,14 @@ export async function packSessionOut(
   // A compressed tarball is bounded like a bundle; a plain one like the tar inside a bundle.
   const limit = input.compression === 'zstd' ? input.limits.maxCompressedBytes : input.limits.maxDecompressedTarBytes;
   await client.createDirectory(TARBALL_DIR, { signal });
+  const excluded = await excludedInSandbox(client, input.dir, signal);
+  const excludeList = `${TARBALL_DIR}/session-out.exclude`;
+  await client.writeFile(excludeList, Buffer.from(excluded.names.map((n) => `${n}\n`).join('')), { createParents: false }, { signal });
   await runChecked(
     client,
-    'set -e; rm -f -- "$1"; tar "$3" -cf "$1" --format=ustar --numeric-owner --owner=0 --group=0 --dereference --hard-dereference -C "$2" state workspace',
-    [name, input.dir, flag],
+    'set -e; rm -f -- "$1"; tar "$3" -cf "$1" --format=ustar --numeric-owner --owner=0 --group=0 --dereference --hard-dereference ' +
+      '--anchored --no-wildcards -X "$4" -C "$2" state workspace; rm -f -- "$4"',
+    [name, input.dir, flag, excludeList],
     'packing the session',
     signal,
   );
@@ -213,11 +219,50 @@ export async function packSessionOut(
     await downloadFile(client, name, file, size, { signal });
     try {
       const unpacked = await readSessionTarball(file, path.join(input.into, 'tree'), input.limits, input.compression);
-      return { ...unpacked, transferredBytes: size };
+      return { ...unpacked, skipped: [...excluded.skipped, ...unpacked.skipped], transferredBytes: size };
     } finally {
       await fsp.rm(file, { force: true });
     }
   } finally {
     await client.deleteFile(name, {}, { signal }).catch(() => undefined);
+    await client.deleteFile(excludeList, {}, { signal }).catch(() => undefined);
   }
+}
+
+/** Most entries one exclude list takes (it is written in one gateway call); past that, the reader skips the rest. */
+const MAX_EXCLUDED = 2_000;
+
+/**
+ * The workspace entries of `dir` the snapshot policy leaves out by name, found by `find` in the sandbox as the policy
+ * walks (top-down, not entering what it leaves out; names case-insensitive): the tar member names to leave out of the
+ * tarball, and the report entries. Only what the policy here confirms is an exclusion is left out; a name with a
+ * newline (which an exclude list cannot hold) and anything past MAX_EXCLUDED are packed, and the reader skips them.
+ */
+async function excludedInSandbox(
+  client: GatewayClient,
+  dir: string,
+  signal: AbortSignal | undefined,
+): Promise<{ names: string[]; skipped: WorkspaceSnapshotReport['excludedEntries'] }> {
+  const tests = excludedSegmentNames().flatMap((n, i) => [...(i === 0 ? [] : ['-o']), '-iname', n]);
+  const script =
+    'cd -- "$1" || exit 3; shift; find workspace -mindepth 1 \\( "$@" \\) -prune ' +
+    '-exec sh -c \'for p; do if [ -d "$p" ]; then printf "d%s\\0" "$p"; else printf "f%s\\0" "$p"; fi; done\' sh {} +';
+  const out = await client.runCommand({ argv: ['sh', '-c', script, 'sh', dir, ...tests] }, { signal });
+  if (out.exitCode !== 0) return { names: [], skipped: [] };
+  const names: string[] = [];
+  const skipped: WorkspaceSnapshotReport['excludedEntries'] = [];
+  const records = out.stdout.toString('utf8').split('\0');
+  // Every record ends with NUL: the last piece is empty, or a record cut short by an output limit.
+  records.pop();
+  for (const record of records) {
+    const isDirectory = record.startsWith('d');
+    const member = record.slice(1);
+    const segments = member.split('/').slice(1);
+    if (!member.startsWith('workspace/') || member.includes('\n') || segments.some((s) => s === '' || s === '.' || s === '..')) continue;
+    const verdict = classifyWorkspacePath(segments, isDirectory);
+    if (verdict.verdict !== 'exclude' || names.length >= MAX_EXCLUDED) continue;
+    names.push(member);
+    skipped.push({ path: `${segments.join('/')}${isDirectory ? '/' : ''}`, category: verdict.category });
+  }
+  return { names, skipped };
 }

@@ -1,17 +1,20 @@
 // An activation's session through the gateway as ONE tarball each way (sandboxTarball.ts): `tar.zst` where the image
 // has the zstd program, plain tar where it has only GNU tar (Debian's slim images). Either way the session that
-// arrives is the bundle's, and the one that comes back packs to Maka's golden bundle byte for byte; nothing of the
-// transfer stays in the sandbox, and an image without zstd is never asked to run it. Real parts: the local gateway
+// arrives is the bundle's, and the one that comes back packs to Maka's golden bundle byte for byte; what the snapshot
+// policy leaves out by name never crosses the gateway and is reported; nothing of the transfer stays in the sandbox,
+// and an image without zstd is never asked to run it. Real parts: the local gateway
 // and its processes, the file repository, this machine's GNU tar; the sandbox's directory is not offered, as a
 // cluster's is not.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { CODEC_TEST_LIMITS } from '../../../protocol/bundle';
+import { randomBytes } from 'node:crypto';
+import { CODEC_TEST_LIMITS, DEFAULT_PEOPLE_LIMITS } from '../../../protocol/bundle';
 import { type CommandOutput, GatewayClient } from '../../../protocol/kruntimes/gatewayClient';
 import type { StoredSessionCheckpoint } from '../../../protocol/repository';
 import { packSessionBundle } from '../../../server/bundle';
 import { publishSessionCheckpointV1 } from '../../../server/repository/checkpoint';
+import { packSessionOut } from '../../../server/sandboxes/sandboxTarball';
 import { captureFrom, checkoutInto, type SessionTransfer } from '../../../server/sandboxes/workspaceMover';
 import { createActivationWorld, type ActivationWorld } from '../../fixtures/activation/harness';
 import { createFixture, fixturePackOptions, GOLDEN } from '../../fixtures/bundle/goldenFixture';
@@ -82,6 +85,29 @@ describe("an activation's session through the gateway as one tarball: tar.zst, o
         ]);
         if (compression === 'none') assert.ok(!client.commands.some((argv) => argv.includes('--zstd')), 'an image without zstd is never asked to run it');
         assert.deepEqual(fs.readdirSync(scratch).filter((name) => name !== 'next.tar.zst'), [], 'no uncompressed copy left here');
+
+        // What the policy leaves out by name stays in the sandbox, and is reported as the snapshot reports it.
+        const write = (rel: string, contents: string | Buffer) => {
+          fs.mkdirSync(path.dirname(path.join(root, 'session/workspace', rel)), { recursive: true });
+          fs.writeFileSync(path.join(root, 'session/workspace', rel), contents);
+        };
+        write('node_modules/dep/big.bin', randomBytes(2_000_000));
+        write('sub/.GIT/objects/pack.bin', randomBytes(1_000_000));
+        write('node_modules_extra/keep.txt', 'kept');
+        write('debug.log', 'noise');
+        const out = await packSessionOut(client, { dir: 'session', into: path.join(scratch, 'out'), limits: DEFAULT_PEOPLE_LIMITS, compression });
+        assert.ok(out.transferredBytes < 100_000, `the 3 MB left out never crossed the gateway (${out.transferredBytes} bytes did)`);
+        assert.deepEqual(
+          [...out.skipped].sort((a, b) => a.path.localeCompare(b.path)),
+          [
+            { path: 'debug.log', category: 'log' },
+            { path: 'node_modules/', category: 'dependency_tree' },
+            { path: 'sub/.GIT/', category: 'source_control' },
+          ],
+        );
+        assert.equal(fs.readFileSync(path.join(out.workspaceRoot, 'node_modules_extra/keep.txt'), 'utf8'), 'kept');
+        assert.ok(!fs.existsSync(path.join(out.workspaceRoot, 'node_modules')) && !fs.existsSync(path.join(out.workspaceRoot, 'sub/.GIT')));
+        assert.deepEqual(fs.readdirSync(path.join(root, 'activation')), [], 'no tarball or exclude list left');
       } finally {
         await client.close();
         await world.provider.delete(sandbox);
