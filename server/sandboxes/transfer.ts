@@ -38,7 +38,7 @@ const CHUNK = 512 * 1024;
 const ARGV_BATCH = 200;
 /** Gateway calls in flight per transfer (the gateway client keeps 8 connections). */
 const TRANSFER_CONCURRENCY = 8;
-/** Parts of one large upload in flight (each holds a 512 KiB part and its base64 in memory). */
+/** Parts of one large upload or download in flight (each holds a 512 KiB part and its base64 in memory). */
 const PARTS_IN_FLIGHT = 4;
 
 /**
@@ -322,29 +322,38 @@ export async function downloadTree(
   return { files: tree.files.length, directories: tree.directories.length, bytes: tree.files.reduce((n, f) => n + f.size, 0) };
 }
 
+/**
+ * A file over one gateway call, read in 512 KiB ranges (several in flight, as uploads send their parts) and written at
+ * their offsets; a range that comes back shorter than asked means the file changed while it was copied.
+ */
 async function downloadLarge(client: GatewayClient, remote: string, target: string, size: number, ranged: boolean, signal?: AbortSignal): Promise<void> {
   const handle = await fsp.open(target, 'wx', 0o644);
   try {
-    let offset = 0;
-    while (offset < size) {
-      const length = Math.min(CHUNK, size - offset);
-      let chunk: Buffer;
-      if (ranged) {
-        chunk = (await client.read(remote, { maxBytes: length, offset, length }, { signal })).contents;
-      } else {
-        const block = 4096;
-        chunk = await runChecked(
-          client,
-          ['dd', `if=${remote}`, `bs=${block}`, `skip=${offset / block}`, `count=${Math.ceil(length / block)}`, 'status=none'],
-          `reading ${remote}`,
-          signal,
-        );
-      }
-      if (chunk.length === 0) break;
-      await handle.write(chunk);
-      offset += chunk.length;
-    }
-    if (offset !== size) throw new TransferError('transfer_failed', `${remote} changed while it was copied (${offset} of ${size} bytes)`);
+    const offsets = Array.from({ length: Math.ceil(size / CHUNK) }, (_, i) => i * CHUNK);
+    await forEachConcurrently(
+      offsets,
+      PARTS_IN_FLIGHT,
+      async (offset) => {
+        const length = Math.min(CHUNK, size - offset);
+        let chunk: Buffer;
+        if (ranged) {
+          chunk = (await client.read(remote, { maxBytes: length, offset, length }, { signal })).contents;
+        } else {
+          const block = 4096;
+          chunk = await runChecked(
+            client,
+            ['dd', `if=${remote}`, `bs=${block}`, `skip=${offset / block}`, `count=${Math.ceil(length / block)}`, 'status=none'],
+            `reading ${remote}`,
+            signal,
+          );
+        }
+        if (chunk.length !== length) {
+          throw new TransferError('transfer_failed', `${remote} changed while it was copied (${chunk.length} of ${length} bytes at offset ${offset})`);
+        }
+        await handle.write(chunk, 0, length, offset);
+      },
+      signal,
+    );
   } finally {
     await handle.close();
   }

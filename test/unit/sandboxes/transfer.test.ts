@@ -9,7 +9,7 @@ import { GatewayClient } from '../../../protocol/kruntimes/gatewayClient';
 import { stopGateway } from '../../../server/gateway/daemonClient';
 import { createLogger } from '../../../server/log';
 import { LocalSandboxProvider } from '../../../server/sandboxes/localProvider';
-import { downloadTree, uploadFile, uploadTree } from '../../../server/sandboxes/transfer';
+import { downloadFile, downloadTree, uploadFile, uploadTree } from '../../../server/sandboxes/transfer';
 
 const REPO = path.resolve(__dirname, '../../..');
 
@@ -105,6 +105,45 @@ describe('sandbox tree transfer (real local gateway)', function () {
     const back = await client.read('large.bin', { maxBytes: 786_000 });
     assert.equal(back.truncated, true);
     assert.ok(back.contents.every((b) => b === 7));
+  });
+
+  it('a large download arrives byte for byte by ranged reads or by dd, and a range that comes back short is refused', async () => {
+    const big = Buffer.alloc(2_700_000);
+    for (let i = 0; i < big.length; i++) big[i] = (i * 13 + (i >> 10)) & 0xff;
+    const local = path.join(work, 'big-down.bin');
+    fs.writeFileSync(local, big);
+    await uploadFile(client, local, 'big-down.bin');
+    const short: { at?: number } = {};
+    class Client extends GatewayClient {
+      constructor(private readonly ranged: boolean) {
+        super({ endpoint: connection.endpoint, token: connection.token });
+      }
+      override async status(...args: Parameters<GatewayClient['status']>): ReturnType<GatewayClient['status']> {
+        const status = await super.status(...args);
+        return { ...status, capabilities: { ...status.capabilities, rangedReads: this.ranged } };
+      }
+      override async read(...args: Parameters<GatewayClient['read']>): ReturnType<GatewayClient['read']> {
+        const got = await super.read(...args);
+        return short.at !== undefined && args[1]?.offset === short.at ? { ...got, contents: got.contents.subarray(0, got.contents.length - 1) } : got;
+      }
+    }
+    for (const ranged of [true, false]) {
+      const c = new Client(ranged);
+      try {
+        const target = path.join(work, `down-${ranged}`);
+        await downloadFile(c, 'big-down.bin', target, big.length);
+        assert.ok(fs.readFileSync(target).equals(big), `${ranged ? 'ranged reads' : 'dd'}: the same bytes`);
+      } finally {
+        await c.close();
+      }
+    }
+    short.at = 512 * 1024 * 2;
+    const c = new Client(true);
+    try {
+      await assert.rejects(downloadFile(c, 'big-down.bin', path.join(work, 'down-short'), big.length), /changed while it was copied/);
+    } finally {
+      await c.close();
+    }
   });
 
   it('skips what the caller excludes and refuses to overwrite an existing local folder', async () => {
