@@ -185,8 +185,8 @@ export interface UnpackedSession {
 /**
  * Packs `dir/state` and `dir/workspace` inside the sandbox into one `tar.zst` (symbolic and hard links followed, as
  * a file-by-file copy through the gateway would), downloads it and unpacks it with `readSessionTarball` into `into`
- * (which must not exist). The workspace entries the snapshot policy leaves out by name are found in the sandbox first
- * and left out of the tarball (`excludedInSandbox`); any other entry it excludes is read past, not written. Both are
+ * (which must not exist). The workspace entries the snapshot policy leaves out are found in the sandbox first and
+ * left out of the tarball (`excludedInSandbox`); any other entry it excludes is read past, not written. Both are
  * reported as skipped.
  */
 export async function packSessionOut(
@@ -229,28 +229,32 @@ export async function packSessionOut(
   }
 }
 
-/** Most entries one exclude list takes (it is written in one gateway call); past that, the reader skips the rest. */
-const MAX_EXCLUDED = 2_000;
+/** Most bytes of one exclude list (it is written in one gateway call); past that, the reader skips the rest. */
+const MAX_EXCLUDE_LIST_BYTES = 512 * 1024;
 
 /**
- * The workspace entries of `dir` the snapshot policy leaves out by name, found by `find` in the sandbox as the policy
- * walks (top-down, not entering what it leaves out; names case-insensitive): the tar member names to leave out of the
- * tarball, and the report entries. Only what the policy here confirms is an exclusion is left out; a name with a
- * newline (which an exclude list cannot hold) and anything past MAX_EXCLUDED are packed, and the reader skips them.
+ * The workspace entries of `dir` the snapshot policy leaves out, found by `find` in the sandbox as the policy walks
+ * (top-down, not entering what it leaves out; names case-insensitive): the directories and files it leaves out by
+ * name, and `*.log` files. Returns the tar member names to leave out of the tarball, and the report entries. Only
+ * what the policy here confirms is an exclusion is left out — a `secret.log` is packed, for the snapshot to refuse;
+ * so are a name with a newline (which an exclude list cannot hold) and whatever is past MAX_EXCLUDE_LIST_BYTES, and
+ * the reader skips those.
  */
 async function excludedInSandbox(
   client: GatewayClient,
   dir: string,
   signal: AbortSignal | undefined,
 ): Promise<{ names: string[]; skipped: WorkspaceSnapshotReport['excludedEntries'] }> {
-  const tests = excludedSegmentNames().flatMap((n, i) => [...(i === 0 ? [] : ['-o']), '-iname', n]);
+  const names = excludedSegmentNames().flatMap((n, i) => [...(i === 0 ? [] : ['-o']), '-iname', n]);
+  const tests = ['(', ...names, ')', '-prune', '-o', '-type', 'f', '-iname', '*.log'];
   const script =
     'cd -- "$1" || exit 3; shift; find workspace -mindepth 1 \\( "$@" \\) -prune ' +
     '-exec sh -c \'for p; do if [ -d "$p" ]; then printf "d%s\\0" "$p"; else printf "f%s\\0" "$p"; fi; done\' sh {} +';
   const out = await client.runCommand({ argv: ['sh', '-c', script, 'sh', dir, ...tests] }, { signal });
   if (out.exitCode !== 0) return { names: [], skipped: [] };
-  const names: string[] = [];
+  const members: string[] = [];
   const skipped: WorkspaceSnapshotReport['excludedEntries'] = [];
+  let listBytes = 0;
   const records = out.stdout.toString('utf8').split('\0');
   // Every record ends with NUL: the last piece is empty, or a record cut short by an output limit.
   records.pop();
@@ -260,9 +264,11 @@ async function excludedInSandbox(
     const segments = member.split('/').slice(1);
     if (!member.startsWith('workspace/') || member.includes('\n') || segments.some((s) => s === '' || s === '.' || s === '..')) continue;
     const verdict = classifyWorkspacePath(segments, isDirectory);
-    if (verdict.verdict !== 'exclude' || names.length >= MAX_EXCLUDED) continue;
-    names.push(member);
+    const bytes = Buffer.byteLength(member) + 1;
+    if (verdict.verdict !== 'exclude' || listBytes + bytes > MAX_EXCLUDE_LIST_BYTES) continue;
+    listBytes += bytes;
+    members.push(member);
     skipped.push({ path: `${segments.join('/')}${isDirectory ? '/' : ''}`, category: verdict.category });
   }
-  return { names, skipped };
+  return { names: members, skipped };
 }

@@ -1,7 +1,7 @@
 // An activation's session through the gateway as ONE tarball each way (sandboxTarball.ts): `tar.zst` where the image
 // has the zstd program, plain tar where it has only GNU tar (Debian's slim images). Either way the session that
 // arrives is the bundle's, and the one that comes back packs to Maka's golden bundle byte for byte; what the snapshot
-// policy leaves out by name never crosses the gateway and is reported; nothing of the transfer stays in the sandbox,
+// policy leaves out never crosses the gateway and is reported (a secret still comes back, for the snapshot to refuse); nothing of the transfer stays in the sandbox,
 // and an image without zstd is never asked to run it. Real parts: the local gateway
 // and its processes, the file repository, this machine's GNU tar; the sandbox's directory is not offered, as a
 // cluster's is not.
@@ -94,9 +94,10 @@ describe("an activation's session through the gateway as one tarball: tar.zst, o
         write('node_modules/dep/big.bin', randomBytes(2_000_000));
         write('sub/.GIT/objects/pack.bin', randomBytes(1_000_000));
         write('node_modules_extra/keep.txt', 'kept');
-        write('debug.log', 'noise');
+        write('debug.log', randomBytes(500_000));
+        write('sub/secret.log', 'a secret, for the snapshot to refuse');
         const out = await packSessionOut(client, { dir: 'session', into: path.join(scratch, 'out'), limits: DEFAULT_PEOPLE_LIMITS, compression });
-        assert.ok(out.transferredBytes < 100_000, `the 3 MB left out never crossed the gateway (${out.transferredBytes} bytes did)`);
+        assert.ok(out.transferredBytes < 100_000, `the 3.5 MB left out never crossed the gateway (${out.transferredBytes} bytes did)`);
         assert.deepEqual(
           [...out.skipped].sort((a, b) => a.path.localeCompare(b.path)),
           [
@@ -106,6 +107,7 @@ describe("an activation's session through the gateway as one tarball: tar.zst, o
           ],
         );
         assert.equal(fs.readFileSync(path.join(out.workspaceRoot, 'node_modules_extra/keep.txt'), 'utf8'), 'kept');
+        assert.ok(fs.existsSync(path.join(out.workspaceRoot, 'sub/secret.log')), 'a secret file comes back, for the snapshot to refuse');
         assert.ok(!fs.existsSync(path.join(out.workspaceRoot, 'node_modules')) && !fs.existsSync(path.join(out.workspaceRoot, 'sub/.GIT')));
         assert.deepEqual(fs.readdirSync(path.join(root, 'activation')), [], 'no tarball or exclude list left');
       } finally {
