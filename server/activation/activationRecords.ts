@@ -23,14 +23,17 @@ export class ActivationRecords {
     this.admission = new SessionAdmission(repo.activations, policy);
   }
 
-  /** Claims the activation id: this attempt's record (and what a predecessor left), or a committed id's stored result. */
+  /**
+   * Claims the activation id: this attempt's record (and what a predecessor left), or a committed id's stored result.
+   * The Session's lease is taken in the same write when it is free (`leased`); else `admit` waits for it.
+   */
   async claim(
     request: ActivationRunRequest,
     token: string,
-  ): Promise<{ kind: 'committed'; result: ActivationResult } | { kind: 'claimed'; record: ActivationRecord; previous: ActivationRecord | undefined }> {
+  ): Promise<{ kind: 'committed'; result: ActivationResult } | { kind: 'claimed'; record: ActivationRecord; previous: ActivationRecord | undefined; leased: boolean }> {
     const { sessionId, activationId } = request;
     const requestDigest = sha256(encodeJcs(request.stimulus ?? null));
-    const claim = await this.repo.activations.claim({ sessionId, activationId, requestDigest, token, ttlMs: this.policy.ttlMs });
+    const claim = await this.repo.activations.claim({ sessionId, activationId, requestDigest, token, ttlMs: this.policy.ttlMs, lease: true });
     if (claim.kind === 'committed') return { kind: 'committed', result: committedResult(claim.record, true) };
     if (claim.kind === 'in_progress') {
       throw new ActivationError('activation_in_progress', `activation ${activationId} of session ${sessionId} is running right now (attempt ${claim.record.attempt}); wait for it and retry to get its outcome`);
@@ -38,12 +41,13 @@ export class ActivationRecords {
     if (claim.kind === 'conflict') {
       throw new ActivationError('idempotency_conflict', `activation id ${activationId} was already used for session ${sessionId} with a different stimulus; use a new activation id`);
     }
-    return { kind: 'claimed', record: claim.record, previous: claim.previous };
+    return { kind: 'claimed', record: claim.record, previous: claim.previous, leased: claim.lease !== undefined };
   }
 
-  /** Waits for the Session's lease; a failure is recorded as this attempt's end. */
-  async admit(request: ActivationRunRequest, token: string, signal: AbortSignal, progress: (phase: string, message?: string) => void): Promise<void> {
+  /** Waits for the Session's lease unless the claim took it (`leased`); a failure is recorded as this attempt's end. */
+  async admit(request: ActivationRunRequest, token: string, leased: boolean, signal: AbortSignal, progress: (phase: string, message?: string) => void): Promise<void> {
     const { sessionId, activationId } = request;
+    if (leased) return progress('admission', `session ${sessionId} is free: its lease was taken with the claim`);
     progress('admission', `waiting for session ${sessionId}`);
     try {
       await this.admission.acquire(sessionId, activationId, token, signal, (holder) => progress('queued', `session ${sessionId} is busy with ${holder}; waiting`));

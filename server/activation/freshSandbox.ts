@@ -30,10 +30,11 @@ export interface ConnectedSandbox extends SandboxAccess {
  * construction is not asked); the client is closed again if that fails.
  */
 export async function connectSandbox(provider: SandboxProvider, ref: SandboxRef, signal: AbortSignal): Promise<ConnectedSandbox> {
+  // Both ask the provider about the same Run: at the same time.
+  const offered = Promise.resolve().then(() => provider.hostDirectory?.(ref));
+  offered.catch(() => undefined); // awaited below unless open or pwd fails first
   const connection = await provider.open(ref);
   const client = new GatewayClient({ endpoint: connection.endpoint, token: connection.token, tls: connection.tls });
-  const offered = Promise.resolve().then(() => provider.hostDirectory?.(ref));
-  offered.catch(() => undefined); // awaited below unless pwd fails first
   try {
     if (provider.hostDirectoryIsCommandRoot === true) {
       const dir = await offered;

@@ -46,6 +46,14 @@ export interface TakenTree {
   knownDigests: Map<string, KnownDigest>;
 }
 
+/** A kept tree claimed for a checkout and verified: moved into the sandbox, or else put back (`release`); either once. */
+export interface ClaimedTree {
+  /** Moves it to `destination` (which must not exist; its parent is made); undefined if that fails. */
+  placeInto(destination: string): Promise<TakenTree | undefined>;
+  /** Puts it back for a later activation when it was not placed (a no-op after `placeInto`); never rejects. */
+  release(): Promise<void>;
+}
+
 /** A tree moved out of its sandbox and being trimmed: `keep` once its bundle is committed, else `discard`. */
 export interface TreeToKeep {
   keep(): Promise<void>;
@@ -135,6 +143,18 @@ function differenceFrom(root: string, entries: readonly Entry[]): string | undef
   return undefined;
 }
 
+/** The state identity and file digests a placed tree's record holds. */
+function takenTreeOf(record: z.infer<typeof RecordSchema>): TakenTree {
+  const knownDigests = new Map<string, KnownDigest>();
+  for (const e of record.entries) {
+    if (e.digest === undefined) continue;
+    const identity = { dev: BigInt(e.dev), ino: BigInt(e.ino), size: BigInt(e.size), mtimeNs: BigInt(e.mtimeNs), ctimeNs: BigInt(e.ctimeNs) };
+    knownDigests.set(e.path, { identity, digest: Buffer.from(e.digest, 'hex') });
+  }
+  const { identity } = record.summary;
+  return { identity: { mediaType: identity.mediaType, bytes: Buffer.from(identity.bytes, 'base64') }, knownDigests };
+}
+
 export class KeptSessionTrees {
   constructor(
     /** A private directory (made 0700) on the same file system as the sandboxes' directories. */
@@ -148,6 +168,16 @@ export class KeptSessionTrees {
    * exactly `key`'s bundle, as a hydrate would have written it; else removes it and returns undefined.
    */
   async take(key: KeptTreeKey, destination: string): Promise<TakenTree | undefined> {
+    const claimed = await this.claim(key);
+    return claimed?.placeInto(destination);
+  }
+
+  /**
+   * Takes the kept tree of `key.sessionId` out of the directory when it is exactly `key`'s bundle, as a hydrate would
+   * have written it (else removes it: undefined) — before the sandbox it goes into exists, so the check costs no time
+   * of the activation's; `placeInto` then moves it into the sandbox, or `release` puts it back.
+   */
+  async claim(key: KeptTreeKey): Promise<ClaimedTree | undefined> {
     const taken = path.join(this.dir, privateName('taken'));
     try {
       await fsp.rename(path.join(this.dir, keptTreeName(key.sessionId)), taken);
@@ -155,8 +185,9 @@ export class KeptSessionTrees {
       if (!isMissing(err)) this.log.debug('could not take a kept session tree', { sessionId: key.sessionId, error: errorText(err) });
       return undefined;
     }
+    let record: z.infer<typeof RecordSchema>;
     try {
-      const record = RecordSchema.parse(JSON.parse(await fsp.readFile(path.join(taken, RECORD), 'utf8')));
+      record = RecordSchema.parse(JSON.parse(await fsp.readFile(path.join(taken, RECORD), 'utf8')));
       const { summary } = record;
       const stale =
         summary.sessionId !== key.sessionId ? 'another session'
@@ -164,26 +195,40 @@ export class KeptSessionTrees {
         : summary.bootId !== bootId() ? 'an earlier boot'
         : summary.limits !== limitsText(key.limits) ? 'other limits'
         : differenceFrom(path.join(taken, TREE), record.entries);
-      if (stale !== undefined) {
-        this.log.debug('not using the kept session tree', { sessionId: key.sessionId, why: stale });
-        return undefined;
-      }
-      await fsp.mkdir(path.dirname(destination), { recursive: true, mode: 0o755 });
-      await fsp.rename(path.join(taken, TREE), destination);
-      await fsp.chmod(destination, 0o755);
-      const knownDigests = new Map<string, KnownDigest>();
-      for (const e of record.entries) {
-        if (e.digest === undefined) continue;
-        const identity = { dev: BigInt(e.dev), ino: BigInt(e.ino), size: BigInt(e.size), mtimeNs: BigInt(e.mtimeNs), ctimeNs: BigInt(e.ctimeNs) };
-        knownDigests.set(e.path, { identity, digest: Buffer.from(e.digest, 'hex') });
-      }
-      return { identity: { mediaType: summary.identity.mediaType, bytes: Buffer.from(summary.identity.bytes, 'base64') }, knownDigests };
+      if (stale !== undefined) throw new Error(stale);
     } catch (err) {
-      this.log.debug('not using the kept session tree', { sessionId: key.sessionId, error: errorText(err) });
-      return undefined;
-    } finally {
+      this.log.debug('not using the kept session tree', { sessionId: key.sessionId, why: errorText(err) });
       await fsp.rm(taken, { recursive: true, force: true });
+      return undefined;
     }
+    // Verified in this private directory (0700), which only this process writes: it stays what was verified.
+    let settled = false;
+    return {
+      placeInto: async (destination) => {
+        if (settled) return undefined;
+        settled = true;
+        try {
+          await fsp.mkdir(path.dirname(destination), { recursive: true, mode: 0o755 });
+          await fsp.rename(path.join(taken, TREE), destination);
+          await fsp.chmod(destination, 0o755);
+          return takenTreeOf(record);
+        } catch (err) {
+          this.log.debug('not using the kept session tree', { sessionId: key.sessionId, error: errorText(err) });
+          return undefined;
+        } finally {
+          await fsp.rm(taken, { recursive: true, force: true });
+        }
+      },
+      release: async () => {
+        if (settled) return;
+        settled = true;
+        // Back under its name, unless another tree was kept there meanwhile.
+        await fsp
+          .rename(taken, path.join(this.dir, keptTreeName(key.sessionId)))
+          .catch(() => fsp.rm(taken, { recursive: true, force: true }))
+          .catch((err: unknown) => this.log.debug('could not put a kept session tree back', { sessionId: key.sessionId, error: errorText(err) }));
+      },
+    };
   }
 
   /**

@@ -1,21 +1,21 @@
-// One activation (one agent turn) of a Session in a fresh, throw-away sandbox — seed 000's sequence,
-// in this order: claim the activation id (a committed id returns its stored outcome and runs
-// nothing) → take the Session's lease → check out (no Session yet: an empty bundle) → create a fresh
-// sandbox → hydrate the bundle into it → write the ActivationRequest as a JSON file → run the
-// activation command, streaming its JSONL as provisional events → bring state and workspace back
-// and pack them through the snapshot policy → publish + CAS-commit with lastCommittedActivationId
-// and a commitId → only then mark the outcome committed and return it; the sandbox is destroyed in
-// `finally`. A CAS loser returns `revision_conflict` and never its output. Credentials reach the
-// sandbox per activation (config-root files, env) and never the bundle. Moving the session in and out
-// is the workspace mover's (sandboxes/workspaceMover.ts): a local sandbox's directory is hydrated in place and,
-// once the agent has exited, packed in place (no staging or snapshot copies; files still as hydrate left them are not
-// hashed again, and the bundle goes into a file store without being read again: digests our codec computed over the
-// bytes it wrote, see bundle/pack.ts knownDigests and repository/objectStore.ts WrittenFile), and the packed tree is
-// kept for the session's next activation here, which takes it instead of hydrating when it is exactly that revision
-// (keptSessionTrees.ts); a remote one (OpenSandbox, a cluster)
-// gets the bundle as one file unpacked by `tar` and gives the session back as one `tar.zst`, read strictly and
-// re-packed here with our codec through the snapshot policy. The Run (and an OpenSandbox sandbox) is labelled with the
-// session and activation ids; each numbered step is one method.
+// One activation (one agent turn) of a Session in a fresh, throw-away sandbox — seed 000's sequence, in this order:
+// claim the activation id (a committed id returns its stored outcome and runs nothing), taking the Session's lease in
+// the same write when it is free (else waiting for it) → check out (no Session yet: an empty bundle) → create a fresh
+// sandbox → hydrate the bundle into it → write the ActivationRequest as a JSON file → run the activation command,
+// streaming its JSONL as provisional events → bring state and workspace back and pack them through the snapshot policy
+// → publish → one write: the CAS commit with lastCommittedActivationId and a commitId, the outcome marked committed
+// and the lease given back (repository/engine.ts, ActivationStore.commitIn) — so a revision never exists without its
+// outcome — and return it; the sandbox is destroyed in `finally`. A CAS loser returns `revision_conflict` and never
+// its output. Credentials reach the sandbox per activation (config-root files, env) and never the bundle. Moving the
+// session in and out is the workspace mover's (sandboxes/workspaceMover.ts): a local sandbox's directory is hydrated
+// in place and, once the agent has exited, packed in place (no staging or snapshot copies; files still as hydrate left
+// them are not hashed again, and the bundle goes into a file store without being read again: digests our codec
+// computed over the bytes it wrote, see bundle/pack.ts knownDigests and repository/objectStore.ts WrittenFile), and
+// the packed tree is kept for the session's next activation here, which takes it instead of hydrating when it is
+// exactly that revision (keptSessionTrees.ts); a remote one (OpenSandbox, a cluster) gets the bundle as one file
+// unpacked by `tar` and gives the session back as one `tar.zst`, read strictly and re-packed here with our codec
+// through the snapshot policy. The Run (and an OpenSandbox sandbox) is labelled with the session and activation ids;
+// each numbered step is one method.
 import fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -43,14 +43,14 @@ import type { PackedWorkspace } from '../bundle/packWorkspace';
 import { type CaptureStep, captureFrom, checkoutInto, emptySession, hydrateInto, type SessionIdentity, type SessionTransfer } from '../sandboxes/workspaceMover';
 import { ActivationRecords } from './activationRecords';
 import { runAgentCommand } from './agentCommand';
-import { commitCheckpoint, markCommitted } from './activationCommit';
+import { commitCheckpoint } from './activationCommit';
 import { ActivationError, isActivationError } from './errors';
 import { type ActivationCredentials, type ConnectedSandbox, connectSandbox, destroySandbox, writeActivationInput, writeConfigRoot } from './freshSandbox';
-import { classify, commitIdFor, committedResult, notCommitted } from './outcomes';
+import { classify, commitIdFor, notCommitted } from './outcomes';
 import { type ActivationCommandConfig, activationArgv, DEFAULT_ACTIVATION_COMMAND, REMOTE } from './sandboxLayout';
 import { DEFAULT_LEASE_POLICY, Heartbeat, type LeasePolicy } from './sessionLease';
 import { identityAfterActivation } from './stateIdentity';
-import { KeptSessionTrees, type TreeToKeep } from './keptSessionTrees';
+import { type ClaimedTree, type KeptTreeKey, KeptSessionTrees, type TreeToKeep } from './keptSessionTrees';
 
 export type { ActivationCredentials } from './freshSandbox';
 
@@ -90,6 +90,8 @@ interface AttemptContext {
   progress: (phase: string, message?: string) => void;
   onEvent: (event: ActivationEvent) => void;
   lost: () => string | undefined;
+  /** The commit's write is about to give the lease back: the heartbeat stops renewing it. */
+  givingLeaseBack: () => void;
 }
 
 export const DEFAULT_AGENT_ID = 'default-agent';
@@ -125,7 +127,7 @@ export class ActivationRunner {
     const token = newOwnerToken();
     const claim = await this.records.claim(request, token);
     if (claim.kind === 'committed') return claim.result;
-    const { record, previous } = claim;
+    const { record, previous, leased } = claim;
     const attempt = record.attempt;
     let lostReason: string | undefined;
     const internal = new AbortController();
@@ -136,13 +138,16 @@ export class ActivationRunner {
     heartbeat.start();
     const signal = options.signal ? AbortSignal.any([options.signal, internal.signal]) : internal.signal;
 
-    let leaseHeld = false;
+    // Taken with the claim when the Session was free; given back by the commit's write, or else in `finally`.
+    let leaseHeld = leased;
+    let leaseReleased = false;
+    if (leased) heartbeat.leaseHeld();
     try {
       // A dead predecessor may have left its sandbox behind.
       if (previous?.sandbox) await this.destroySandbox(previous.sandbox, progress);
 
       // 2. One activation at a time per Session.
-      await this.records.admit(request, token, signal, progress);
+      await this.records.admit(request, token, leased, signal, progress);
       leaseHeld = true;
       heartbeat.leaseHeld();
 
@@ -151,7 +156,10 @@ export class ActivationRunner {
         const finished = await this.records.finishPending(record, previous.pending, previous.outcome, token);
         if (finished) return finished;
       }
-      return await this.runFresh(request, provider, { token, attempt, signal, progress, onEvent: this.listener(activationId, options.onEvent), lost: () => lostReason });
+      const ctx = { token, attempt, signal, progress, onEvent: this.listener(activationId, options.onEvent), lost: () => lostReason, givingLeaseBack: () => heartbeat.leaseReleased() };
+      const result = await this.runFresh(request, provider, ctx);
+      leaseReleased = true; // by the commit's write
+      return result;
     } catch (err) {
       if (isActivationError(err) && (err.code === 'session_busy' || err.code === 'activation_cancelled') && !leaseHeld) throw err;
       const e =
@@ -165,7 +173,7 @@ export class ActivationRunner {
       return notCommitted(request, e.code, e.message, attempt);
     } finally {
       await heartbeat.stop();
-      if (leaseHeld) {
+      if (leaseHeld && !leaseReleased) {
         await this.repo.activations
           .releaseLease({ sessionId, token })
           .catch((err: unknown) => this.options.log.warn('could not release the session lease (it will expire)', { sessionId, error: (err as Error).message }));
@@ -196,17 +204,21 @@ export class ActivationRunner {
     let sandbox: ConnectedSandbox | undefined;
     let recorded: Promise<unknown> | undefined;
     let destroying: Promise<void> | undefined;
+    let claimed: Promise<ClaimedTree | undefined> | undefined;
     try {
       const base = await this.checkout(request.sessionId, ctx);
+      const kept = this.keptTreesOf(provider);
+      // The tree the last activation here left, checked while the sandbox is created (placed in it by the hydrate).
+      claimed = base !== undefined && kept !== undefined ? kept.claim(this.keptTreeKey(request, base)).catch(() => undefined) : undefined;
       const created = await this.createSandbox(request, provider, ctx);
       ref = created;
       const recording = this.recordSandbox(request, created, ctx);
       recorded = recording.catch(() => undefined); // settled, for `finally`; never an unhandled rejection meanwhile
-      const kept = this.keptTreesOf(provider);
+      const keptTree = claimed;
       const { connected, identity, credentials, knownDigests } = await (async () => {
         const connected = await connectSandbox(provider, created, ctx.signal);
         sandbox = connected;
-        return { connected, ...(await this.hydrate(request, connected, base, kept, scratch, ctx)) };
+        return { connected, ...(await this.hydrate(request, connected, base, keptTree, scratch, ctx)) };
       })().catch(async (err: unknown) => {
         await recording; // a sandbox that is not ours to use: that is the reason to report
         throw err;
@@ -232,6 +244,7 @@ export class ActivationRunner {
       await keeping?.keep();
       return result;
     } finally {
+      await claimed?.then((tree) => tree?.release()); // not placed: kept for the next activation (never rejects)
       await sandbox?.client.close().catch(() => undefined);
       await recorded;
       if (destroying !== undefined && ref !== undefined) {
@@ -274,6 +287,11 @@ export class ActivationRunner {
     if (!recorded) throw new ActivationError('ownership_lost', `activation ${activationId} was taken over by another server`);
   }
 
+  /** Which kept tree a checkout of `base` can use: exactly its bundle, read under this runner's limits. */
+  private keptTreeKey(request: ActivationRunRequest, base: CommittedSessionRevision): KeptTreeKey {
+    return { sessionId: request.sessionId, bundleDigest: base.checkpoint.value.compatibilityBundle.digest, limits: this.limits };
+  }
+
   /** Where activations in this provider's sandboxes keep session trees for the next one; undefined where they cannot. */
   private keptTreesOf(provider: SandboxProvider): KeptSessionTrees | undefined {
     const dir = provider.keptSessionTreesDirectory?.();
@@ -294,15 +312,54 @@ export class ActivationRunner {
     request: ActivationRunRequest,
     sandbox: ConnectedSandbox,
     base: CommittedSessionRevision | undefined,
-    kept: KeptSessionTrees | undefined,
+    keptTree: Promise<ClaimedTree | undefined> | undefined,
     scratch: string,
     ctx: AttemptContext,
   ): Promise<{ identity: SessionIdentity | undefined; credentials: ActivationCredentials; knownDigests: Map<string, KnownDigest> }> {
+    const credentials = (await this.options.credentials?.(request)) ?? {};
+    // The config root is written while the session moves in, the request file once the session's identity is known.
+    const config = writeConfigRoot(sandbox.client, credentials, ctx.signal);
+    const configSettled = config.catch(() => undefined);
+    let moved: { identity: SessionIdentity | undefined; knownDigests: Map<string, KnownDigest> };
+    try {
+      moved = await this.moveSessionIn(request, sandbox, base, keptTree, scratch, ctx);
+      await writeActivationInput(sandbox.client, { request, identity: moved.identity }, ctx.signal);
+    } finally {
+      await configSettled;
+    }
+    await config;
+    return { ...moved, credentials };
+  }
+
+  /**
+   * The session into the sandbox: the tree the last activation here left when it is exactly this revision, else the
+   * checked-out bundle (or an empty session). Returns its state identity and, for the capture's pack, the digests of
+   * the files written here.
+   */
+  private async moveSessionIn(
+    request: ActivationRunRequest,
+    sandbox: ConnectedSandbox,
+    base: CommittedSessionRevision | undefined,
+    keptTree: Promise<ClaimedTree | undefined> | undefined,
+    scratch: string,
+    ctx: AttemptContext,
+  ): Promise<{ identity: SessionIdentity | undefined; knownDigests: Map<string, KnownDigest> }> {
     const placement = { kind: 'session', dir: REMOTE.session } as const;
-    const key = base !== undefined ? { sessionId: request.sessionId, bundleDigest: base.checkpoint.value.compatibilityBundle.digest, limits: this.limits } : undefined;
-    const taken = sandbox.hostRoot !== undefined && key !== undefined ? await kept?.take(key, path.join(sandbox.hostRoot, placement.dir)) : undefined;
-    if (taken !== undefined) ctx.progress('hydrate', 'using the session tree the last activation on this machine left (unchanged since)');
-    else if (sandbox.hostRoot !== undefined) ctx.progress('hydrate', "hydrating the session in the sandbox's directory");
+    // A sandbox without a directory here (an OpenSandbox one behind the local provider) leaves the tree for `release`.
+    const claimed = sandbox.hostRoot !== undefined ? await keptTree : undefined;
+    const taken = sandbox.hostRoot !== undefined ? await claimed?.placeInto(path.join(sandbox.hostRoot, placement.dir)) : undefined;
+    if (taken !== undefined) {
+      ctx.progress('hydrate', 'using the session tree the last activation on this machine left (unchanged since)');
+      return taken;
+    }
+    if (sandbox.hostRoot !== undefined) ctx.progress('hydrate', "hydrating the session in the sandbox's directory");
+    // What a hydrate in the sandbox's directory wrote: the capture's pack does not hash those files again while unchanged.
+    const knownDigests = new Map<string, KnownDigest>();
+    if (base === undefined) {
+      if (sandbox.hostRoot === undefined) ctx.progress('hydrate', 'creating an empty session in the sandbox');
+      await hydrateInto(sandbox, await emptySession(scratch), placement, { signal: ctx.signal });
+      return { identity: undefined, knownDigests };
+    }
     const onTransfer = (t: SessionTransfer): void =>
       ctx.progress(
         'hydrate',
@@ -312,28 +369,9 @@ export class ActivationRunner {
             ? 'uploading the session bundle as one file and unpacking it with tar in the sandbox'
             : 'uploading the session as one uncompressed tar (the image has no zstd) and unpacking it with tar in the sandbox',
       );
-    let identity: SessionIdentity | undefined;
-    // What a hydrate in the sandbox's directory wrote: the capture's pack does not hash those files again while unchanged.
-    const knownDigests = taken?.knownDigests ?? new Map<string, KnownDigest>();
-    const credentials = (await this.options.credentials?.(request)) ?? {};
-    const config = writeConfigRoot(sandbox.client, credentials, ctx.signal);
-    const configSettled = config.catch(() => undefined);
-    try {
-      if (taken !== undefined) {
-        identity = taken.identity;
-      } else if (base === undefined) {
-        if (sandbox.hostRoot === undefined) ctx.progress('hydrate', 'creating an empty session in the sandbox');
-        await hydrateInto(sandbox, await emptySession(scratch), placement, { signal: ctx.signal });
-      } else {
-        const input = { objects: this.repo.objects, checkpoint: base.checkpoint, sessionId: request.sessionId, limits: this.limits, scratch };
-        identity = await checkoutInto(sandbox, placement, input, { signal: ctx.signal, onTransfer, knownDigests });
-      }
-    } finally {
-      await configSettled;
-    }
-    await config;
-    await writeActivationInput(sandbox.client, { request, identity }, ctx.signal);
-    return { identity, credentials, knownDigests };
+    const input = { objects: this.repo.objects, checkpoint: base.checkpoint, sessionId: request.sessionId, limits: this.limits, scratch };
+    const identity = await checkoutInto(sandbox, placement, input, { signal: ctx.signal, onTransfer, knownDigests });
+    return { identity, knownDigests };
   }
 
   /** 7. Run the activation command; its JSONL goes to the caller as provisional events. */
@@ -423,23 +461,21 @@ export class ActivationRunner {
     };
     const lost = ctx.lost();
     if (lost !== undefined) throw new ActivationError('ownership_lost', lost);
-    // Not waited onto the disk by itself: the commit right after it is a write of the same repository that is (and
-    // makes this one durable); if that never reaches the disk, neither did anything this record would have to finish.
-    const committing = await this.repo.activations.update(sessionId, activationId, ctx.token, (r) => ({ ...r, state: 'committing', pending, outcome }), { durable: false });
-    if (!committing) throw new ActivationError('ownership_lost', `activation ${activationId} was taken over by another server before its commit`);
+    // One write: the revision, this record committed with the outcome, the lease given back. A crash before it leaves
+    // the record running (a retry runs the turn again: nothing was committed); after it, a retry gets the outcome.
     let committed: CommittedSessionRevision;
+    ctx.givingLeaseBack();
     try {
-      committed = await commitCheckpoint(this.repo, sessionId, activationId, pending);
+      committed = await commitCheckpoint(this.repo, sessionId, activationId, pending, { activationId, token: ctx.token, outcome });
     } catch (err) {
       if (isSessionRepositoryError(err) && (err.code === 'revision_conflict' || err.code === 'session_already_exists')) {
         throw new ActivationError('revision_conflict', `another writer committed session ${sessionId} first (${err.message}); this activation's output was discarded — retry the activation`);
       }
+      if (isSessionRepositoryError(err, 'idempotency_conflict')) throw new ActivationError('ownership_lost', `${err.message}; its output was discarded`);
       throw err;
     }
-    const done = await markCommitted(this.repo, committing, ctx.token, committed, outcome);
-    if (!done) throw new ActivationError('ownership_lost', `activation ${activationId} was taken over after its commit; its retry returns the committed outcome`);
     ctx.progress('done', `committed ${committed.ref.sessionId}@${committed.ref.revision}`);
-    return committedResult(done, false);
+    return { sessionId, activationId, commit: 'committed', revision: committed.ref.revision, outcome, deduplicated: false, attempt: ctx.attempt };
   }
 
   private destroySandbox(ref: SandboxRef, progress: (phase: string, message?: string) => void): Promise<void> {

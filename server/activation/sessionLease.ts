@@ -90,6 +90,11 @@ export class Heartbeat {
     this.holdsLease = true;
   }
 
+  /** The lease is being given back: no longer renewed, and its absence is no loss. */
+  leaseReleased(): void {
+    this.holdsLease = false;
+  }
+
   private async beat(): Promise<void> {
     if (this.stopped) return;
     try {

@@ -13,11 +13,24 @@ import type {
 import type { ActivationStore } from './activationStore';
 import type { ImmutableObjectStore } from './objectStore';
 
+/**
+ * The activation a create or commit finishes (server/activation): its record is marked committed, with the agent's
+ * outcome, and the Session's lease given back, in the same write as the revision (ActivationStore.commitIn). Its
+ * `activationId` must be the commit's `lastCommittedActivationId`.
+ */
+export interface ActivationCommitMark {
+  activationId: string;
+  /** The attempt's owner token: when the record is no longer this owner's, nothing is written (`idempotency_conflict`). */
+  token: string;
+  outcome: Record<string, unknown>;
+}
+
 export interface CreateSessionInput {
   sessionId: string;
   agentId: string;
   checkpoint: StoredSessionCheckpoint;
   lastCommittedActivationId?: string;
+  activation?: ActivationCommitMark;
   /** Fork-created targets only; always together with `createdByForkId`. */
   forkedFrom?: SessionRevisionRef;
   createdByForkId?: string;
@@ -31,6 +44,7 @@ export interface CommitInput {
   lastCommittedActivationId?: string;
   /** Idempotency key: a retry with the same input returns the original revision. */
   commitId?: string;
+  activation?: ActivationCommitMark;
 }
 
 export interface ClaimForkInput {

@@ -15,7 +15,7 @@ import {
 } from '../../protocol/repository';
 import { ActivationStore } from './activationStore';
 import { admitStoredCheckpoint, verifyStoredCheckpoint } from './checkpoint';
-import type { ClaimForkInput, CommitInput, CreateSessionInput, GarbageCollection, SessionRepository } from './contract';
+import type { ActivationCommitMark, ClaimForkInput, CommitInput, CreateSessionInput, GarbageCollection, SessionRepository } from './contract';
 import { SessionRepositoryError, toRepositoryError } from './errors';
 import { optionalIdentifier, requireIdentifier, requireRevision } from './identifiers';
 import { committedOf, contradiction, sessionSummaryOf, notRetained, refText, requireRef, requireSession, sameJson, sessionNotFound } from './engineRules';
@@ -90,6 +90,7 @@ export class RepositoryEngine implements SessionRepository {
         throw new TypeError('a fork-created Session must not carry lastCommittedActivationId');
       }
       const checkpoint = admitStoredCheckpoint(input.checkpoint);
+      const activation = activationMark(input.activation, lastCommittedActivationId);
       const committed: CommittedSessionRevision = {
         ref: { sessionId, revision: 'r1' },
         agentId,
@@ -124,6 +125,7 @@ export class RepositoryEngine implements SessionRepository {
 
       return this.checkedWrite(precheck, async (w) => {
         await w.requireObjectsPresent([checkpoint.manifest, checkpoint.value.compatibilityBundle]);
+        if (activation !== undefined) await this.activations.commitIn(w, sessionId, activation, committed);
         const now = this.clock().toISOString();
         await w.insertSession({
           sessionId,
@@ -156,6 +158,7 @@ export class RepositoryEngine implements SessionRepository {
       const lastCommittedActivationId = optionalIdentifier('lastCommittedActivationId', input.lastCommittedActivationId);
       const commitId = optionalIdentifier('commitId', input.commitId);
       const checkpoint = admitStoredCheckpoint(input.checkpoint);
+      const activation = activationMark(input.activation, lastCommittedActivationId);
       const inputRecord: CommitInputRecord = {
         expectedRevision: formatRevision(expected),
         checkpoint,
@@ -205,6 +208,7 @@ export class RepositoryEngine implements SessionRepository {
           ...(lastCommittedActivationId !== undefined ? { lastCommittedActivationId } : {}),
           ...(session.forkedFrom !== undefined ? { forkedFrom: session.forkedFrom } : {}),
         };
+        if (activation !== undefined) await this.activations.commitIn(w, sessionId, activation, result);
         await w.insertRevision({
           sessionId,
           revision: n,
@@ -392,4 +396,11 @@ export class RepositoryEngine implements SessionRepository {
       throw toRepositoryError(err, `session repository ${doing}`);
     }
   }
+}
+
+/** The activation a create or commit finishes, checked against the revision's `lastCommittedActivationId`. */
+function activationMark(mark: ActivationCommitMark | undefined, lastCommittedActivationId: string | undefined): ActivationCommitMark | undefined {
+  if (mark === undefined) return undefined;
+  if (mark.activationId !== lastCommittedActivationId) throw new TypeError('activation.activationId must be the lastCommittedActivationId of the revision it finishes');
+  return mark;
 }

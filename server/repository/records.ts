@@ -92,7 +92,11 @@ const SandboxRefRecordSchema = z.strictObject({
   name: z.string().min(1),
 });
 
-/** A publish-then-commit that was about to happen; lets a retry finish it (same commitId) instead of re-running. */
+/**
+ * A publish-then-commit that was about to happen; lets a retry finish it (same commitId) instead of re-running. Only
+ * versions before December 2026 wrote it (state `committing`): a run now commits and marks its record in one write
+ * (contract.ts ActivationCommitMark), and such a record an older version left is still finished.
+ */
 export const PendingActivationCommitSchema = z.strictObject({
   commitId: IdentifierSchema,
   /** null: the Session did not exist yet (the commit is its createSession). */

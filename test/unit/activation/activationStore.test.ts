@@ -1,5 +1,6 @@
 // The activation store (dedupe table) and the per-Session lease, run unchanged against the file
-// adapter and a real PostgreSQL: claim/dedupe/takeover, ownership, lease exclusion and expiry,
+// adapter and a real PostgreSQL: claim/dedupe/takeover, ownership, lease exclusion and expiry, the lease taken with a
+// claim and given back by the commit that marks the activation committed (one write each),
 // concurrent claims from several repository instances, forgetting all but a Session's newest finished
 // records, and the file state migration from v1.
 import assert from 'node:assert/strict';
@@ -11,6 +12,7 @@ import { openFileSessionRepository, STATE_FILE } from '../../../server/repositor
 import { type AdapterHarness, fileHarness, postgresHarness } from '../../fixtures/repository/harness';
 import { type PostgresServer, startPostgres } from '../../fixtures/postgres';
 import { clockPast } from '../../fixtures/clock';
+import { publishBundle } from '../../fixtures/repository/bundles';
 
 const DIGEST_A = `sha256:${'a'.repeat(64)}`;
 const DIGEST_B = `sha256:${'b'.repeat(64)}`;
@@ -93,6 +95,51 @@ function storeSuite(makeHarness: () => AdapterHarness): void {
     await repo.activations.releaseLease({ sessionId: 's', token: t1 });
     assert.equal((await repo.activations.getLease('s'))?.activationId, 'a2', 'a former holder cannot release it');
     await repo.activations.releaseLease({ sessionId: 's', token: t2 });
+    assert.equal(await repo.activations.getLease('s'), undefined);
+  });
+
+  it('a claim takes a free lease in the same write, not a held one; the commit that finishes it marks it and gives the lease back', async () => {
+    const outcome = { type: 'outcome', status: 'completed', response: 'done' };
+    const t1 = newOwnerToken();
+    const first = await repo.activations.claim({ sessionId: 's', activationId: 'a1', requestDigest: DIGEST_A, token: t1, ttlMs: 60_000, lease: true });
+    assert.equal(first.kind === 'claimed' ? first.lease?.activationId : undefined, 'a1', 'the free lease came with the claim');
+    assert.equal((await repo.activations.getLease('s'))?.owner.token, t1);
+    // Another activation of the session: its claim succeeds, the lease stays with a1.
+    const t2 = newOwnerToken();
+    const second = await repo.activations.claim({ sessionId: 's', activationId: 'a2', requestDigest: DIGEST_A, token: t2, ttlMs: 60_000, lease: true });
+    assert.equal(second.kind, 'claimed');
+    assert.equal(second.kind === 'claimed' ? second.lease : 'not claimed', undefined, 'a held lease is not taken');
+    assert.equal((await repo.activations.getLease('s'))?.owner.token, t1);
+
+    // The session's first revision, created by a1 and marking it in the same write.
+    const r1 = await repo.createSession({ sessionId: 's', agentId: 'agent', checkpoint: await publishBundle(repo.objects, h.scratch), lastCommittedActivationId: 'a1', activation: { activationId: 'a1', token: t1, outcome } });
+    assert.equal(r1.ref.revision, 'r1');
+    const a1 = await repo.activations.get('s', 'a1');
+    assert.deepEqual([a1?.state, a1?.revision, a1?.outcome, a1?.owner], ['committed', 'r1', outcome, undefined]);
+    assert.equal(await repo.activations.getLease('s'), undefined, 'the lease went with the commit');
+
+    // A commit finishing an activation that is no longer this attempt's writes nothing: no revision, no record change.
+    const t3 = newOwnerToken();
+    const checkpoint = await publishBundle(repo.objects, h.scratch);
+    await assert.rejects(
+      repo.commit({ sessionId: 's', expectedRevision: 'r1', checkpoint, lastCommittedActivationId: 'a2', commitId: 'c2', activation: { activationId: 'a2', token: t3, outcome } }),
+      (err: Error & { code?: string }) => err.code === 'idempotency_conflict' && /no longer this attempt's/.test(err.message),
+    );
+    assert.equal((await repo.checkoutCurrent('s')).ref.revision, 'r1', 'nothing was committed');
+    assert.equal((await repo.activations.get('s', 'a2'))?.state, 'running');
+    // The mark must name the revision's lastCommittedActivationId.
+    await assert.rejects(repo.commit({ sessionId: 's', expectedRevision: 'r1', checkpoint, lastCommittedActivationId: 'a1', activation: { activationId: 'a2', token: t2, outcome } }), TypeError);
+
+    // a2 took the lease meanwhile (another holder's is left alone by the commit), then commits as its owner.
+    assert.equal((await repo.activations.acquireLease({ sessionId: 's', activationId: 'a2', token: t2, ttlMs: 60_000 })).acquired, true);
+    const r2 = await repo.commit({ sessionId: 's', expectedRevision: 'r1', checkpoint, lastCommittedActivationId: 'a2', commitId: 'c2', activation: { activationId: 'a2', token: t2, outcome } });
+    assert.equal(r2.ref.revision, 'r2');
+    const reopened = await h.open();
+    assert.equal(await reopened.activations.getLease('s'), undefined, 'the release was stored with the commit');
+    assert.deepEqual([(await reopened.activations.get('s', 'a2'))?.state, (await reopened.activations.get('s', 'a2'))?.revision], ['committed', 'r2']);
+    // A claim without `lease` never takes one.
+    const third = await repo.activations.claim({ sessionId: 's', activationId: 'a3', requestDigest: DIGEST_A, token: newOwnerToken(), ttlMs: 60_000 });
+    assert.equal(third.kind === 'claimed' ? third.lease : 'not claimed', undefined);
     assert.equal(await repo.activations.getLease('s'), undefined);
   });
 

@@ -221,6 +221,34 @@ describe('kept session trees (an activation keeps what it packed for the next on
     for (const file of ['record.json', 'summary.json']) assert.equal(fs.statSync(path.join(entry, file)).mode & 0o777, 0o600, file);
   });
 
+  it('a tree claimed while a sandbox is created and not placed goes back (and is taken later); one claimed is nobody else’s', async () => {
+    const { artifact, key } = await keepSession(agentTree());
+    const claimed = await kept.claim(key);
+    assert.ok(claimed, 'the kept tree was claimed');
+    assert.equal(await kept.claim(key), undefined, 'a claimed tree is not claimed twice');
+    await claimed.release();
+    await claimed.release(); // once only
+    assert.equal(await claimed.placeInto(path.join(dir, 'late', 'session')), undefined, 'released: not placed after all');
+    assert.ok(!fs.existsSync(path.join(dir, 'late')));
+    const destination = path.join(dir, 'next-sandbox', 'session');
+    const again = await kept.claim(key);
+    assert.ok(again, 'put back: claimed again');
+    const taken = await again.placeInto(destination);
+    assert.ok(taken, 'placed');
+    await again.release(); // a no-op once placed
+    assert.deepEqual(describeTree(destination), describeTree(await hydrated(artifact)));
+    assert.deepEqual(fs.readdirSync(kept.dir), [], 'nothing left behind in the directory');
+    // Claimed while valid, then another tree kept under its name before the release: the claimed one is removed.
+    const second = await keepSession(agentTree());
+    const stale = await kept.claim(second.key);
+    assert.ok(stale);
+    const third = await keepSession(agentTree());
+    await stale.release();
+    const names = fs.readdirSync(kept.dir);
+    assert.equal(names.length, 1, `only the newer tree is kept: ${names.join(', ')}`);
+    assert.ok(await kept.take(third.key, path.join(dir, 'third', 'session')), 'the newer tree is the one kept');
+  });
+
   it('two takes at once: one gets the tree, the other hydrates', async () => {
     const { key } = await keepSession(agentTree());
     const results = await Promise.all([kept.take(key, path.join(dir, 'a', 'session')), kept.take(key, path.join(dir, 'b', 'session'))]);

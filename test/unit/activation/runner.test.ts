@@ -379,6 +379,37 @@ describe('activation runner (real local gateway, fresh sandboxes)', function () 
     assert.deepEqual((await world.repo.listRevisions('pend')).map((r) => r.lastCommittedActivationId), ['p3', 'p2', 'p1', 'p0']);
   });
 
+  it('an activation taken over by another server while its agent ran commits nothing; the revision and the outcome go together', async () => {
+    const runner = world.runner();
+    const base = await runner.run(message('taken', 't0', 'base'));
+    assert.equal(base.revision, 'r1');
+    // The turn's record, its lease and its revision were one write: no lease is left, the outcome is stored.
+    assert.equal(await world.repo.activations.getLease('taken'), undefined);
+    assert.equal((await world.repo.activations.get('taken', 't0'))?.revision, 'r1');
+    // Another server takes t1 over while its agent waits (as after an expiry): a new owner token on the record. Then
+    // the agent goes on and finishes its turn.
+    const gate = path.join(world.dir, 'taken-gate');
+    let takenOver: Promise<unknown> | undefined;
+    const result = await runner.run(message('taken', 't1', `!waitfor ${gate}`), {
+      onEvent: (e) => {
+        if (e.type !== 'runtime_event' || takenOver !== undefined) return;
+        takenOver = (async () => {
+          const token = (await world.repo.activations.get('taken', 't1'))?.owner?.token ?? '';
+          const changed = await world.repo.activations.update('taken', 't1', token, (r) => ({ ...r, owner: { ...(r.owner as NonNullable<typeof r.owner>), token: newOwnerToken() } }));
+          assert.ok(changed, 'the record was taken over');
+          fs.writeFileSync(gate, '');
+        })();
+      },
+    });
+    await takenOver;
+    assert.equal(result.commit, 'not_committed', JSON.stringify(result));
+    assert.equal(result.error?.code, 'ownership_lost');
+    assert.equal((await world.repo.checkoutCurrent('taken')).ref.revision, 'r1', 'its output was not committed');
+    assert.equal((await world.repo.activations.get('taken', 't1'))?.state, 'running', 'the new owner’s record is untouched');
+    assert.equal(await world.repo.activations.getLease('taken'), undefined, 'the lease was given back');
+    assert.deepEqual(await sandboxNames(world), []);
+  });
+
   it('cancelling with the caller signal stops the agent, commits nothing and removes the sandbox; a throwing listener does not fail the run', async () => {
     const runner = world.runner();
     await runner.run(message('cancel', 'x0', 'base'), {
