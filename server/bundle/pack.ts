@@ -16,7 +16,7 @@ import {
 } from '../../protocol/bundle';
 import { CanonicalTreeBuilder, STATE_IDENTITY_PATH, STATE_ROOT, WORKSPACE_ROOT } from './canonicalTree';
 import { toSessionBundleError } from './errors';
-import { ArchiveWriter, TAR_BATCH_BYTES, type ArchiveSink } from './archiveWriter';
+import { ArchiveWriter, IN_THREAD_BATCH_BYTES, TAR_BATCH_BYTES, type ArchiveSink } from './archiveWriter';
 import { assertSessionBundleLimits, checkQuota } from './limits';
 import { encodeManifest, MANIFEST_PATH } from './manifest';
 import { pathDepth, utf8Length } from './pathLanguage';
@@ -189,10 +189,11 @@ function createArchiveSink(temp: PackTemp, limits: SessionBundleLimits, decompre
   const sinkOptions = {
     fd: temp.handle.fd,
     limits,
-    batchBytes: TAR_BATCH_BYTES,
     onTarBytes: (bytes: number) => onProgress?.({ phase: 'write', bytes, totalBytes: decompressedTarBytes }),
   };
-  return decompressedTarBytes >= bundleTuning.workerWriterMinTarBytes ? new WorkerArchiveWriter(sinkOptions) : new ArchiveWriter(sinkOptions);
+  return decompressedTarBytes >= bundleTuning.workerWriterMinTarBytes
+    ? new WorkerArchiveWriter({ ...sinkOptions, batchBytes: TAR_BATCH_BYTES })
+    : new ArchiveWriter({ ...sinkOptions, batchBytes: IN_THREAD_BATCH_BYTES });
 }
 
 export async function packSessionBundle(options: PackOptions): Promise<SessionBundleArtifact> {
