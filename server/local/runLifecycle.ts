@@ -73,12 +73,14 @@ export class RunLifecycle {
   async advance(entry: RunEntry): Promise<void> {
     const backendName = entry.run.spec.runtime;
     try {
+      // Steps on the way to Ready, whose durable write makes them durable too (the same record file): not waited onto
+      // the disk themselves (a machine crash before Ready leaves an earlier phase, which recovery advances again).
       if (entry.run.status?.phase === 'Pending' || entry.run.status?.phase === undefined) {
-        await this.records.update(entry, (r) => markScheduled(r, backendName));
+        await this.records.update(entry, (r) => markScheduled(r, backendName), 'at-once', false);
       }
       if (this.cancelling(entry)) return;
       if (entry.run.status?.phase === 'Scheduled') {
-        await this.records.update(entry, (r) => markRunning(r, entry));
+        await this.records.update(entry, (r) => markRunning(r, entry), 'at-once', false);
       }
       if (this.cancelling(entry)) return;
       await this.becomeReady(entry);

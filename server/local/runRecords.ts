@@ -120,10 +120,10 @@ export class RunRecords {
    * Writes `next` as the Run's record with the next resourceVersion, then makes it the Run that GET, list and
    * the access API see (when it is not already) and tells the watchers. Call under the Run's lock.
    */
-  async persist(entry: RunEntry, type: RunEventType, next: Run): Promise<void> {
+  async persist(entry: RunEntry, type: RunEventType, next: Run, durable = true): Promise<void> {
     this.resourceVersion++;
     next.metadata.resourceVersion = String(this.resourceVersion);
-    await writeJsonAtomic(this.layout.runFile(uidOf(entry)), next);
+    await writeJsonAtomic(this.layout.runFile(uidOf(entry)), next, 0o600, durable);
     entry.run = next;
     this.emit({ type, object: clone(next) });
   }
@@ -133,14 +133,15 @@ export class RunRecords {
    * away (Finalizing, a cancelled or timed-out end) is seen `at-once`, so new calls are refused from the moment it
    * is decided — a crash before the write leaves the termination recorded in the spec, and recovery resumes it. A
    * change that grants something (Ready) is seen `once-stored` (persist), so no client uses a session that a
-   * crash would take back.
+   * crash would take back. `durable` false: a step that a durable write of the same record supersedes moments later
+   * (the phases on the way to Ready); a crash of the machine may lose it, and recovery then resumes from the step before.
    */
-  update(entry: RunEntry, mutate: (run: Run) => void, seen: 'at-once' | 'once-stored' = 'at-once'): Promise<void> {
+  update(entry: RunEntry, mutate: (run: Run) => void, seen: 'at-once' | 'once-stored' = 'at-once', durable = true): Promise<void> {
     return entry.lock.run(async () => {
       if (!this.entries.has(uidOf(entry))) return;
       const next = seen === 'at-once' ? entry.run : clone(entry.run);
       mutate(next);
-      await this.persist(entry, 'MODIFIED', next);
+      await this.persist(entry, 'MODIFIED', next, durable);
     });
   }
 

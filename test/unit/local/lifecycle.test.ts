@@ -1,8 +1,8 @@
 // Local Run lifecycle through the Runs API: phases and conditions, Drain (accepted work
 // finishes, new work 409, artifacts exported with correct digests, directories as a
 // deterministic tar.gz), symlink artifacts → Failed/ArtifactInvalid, Immediate, the total
-// timeout, the lease timeout, caller-chosen UIDs, the monotonic termination rule (422), and the
-// NDJSON watch.
+// timeout, the lease timeout, caller-chosen UIDs, the monotonic termination rule (422), the
+// NDJSON watch, and which writes of a new Run's record wait for the disk.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs/promises';
@@ -10,6 +10,8 @@ import path from 'node:path';
 import zlib from 'node:zlib';
 import { request } from 'undici';
 import type { Run } from '../../../protocol/kruntimes/run';
+import { StateLayout } from '../../../server/local/stateRoot';
+import { recordDiskWaits } from '../../fixtures/diskWaits';
 import { b64, call, createRun, patchTermination, readyRun, runsPath, startTestGateway, waitCommandRunning, waitPhase, type TestGateway } from '../gateway/harness';
 
 const sha = (buf: Buffer): string => `sha256:${createHash('sha256').update(buf).digest('hex')}`;
@@ -34,6 +36,25 @@ describe('local runtime: Run lifecycle', function () {
     assert.equal(byType.Ready?.reason, 'SessionRegistered');
     assert.equal(byType.Ready?.message, 'session is ready for Console operations');
     assert.ok(run.status?.startTime);
+  });
+
+  it('on the way to Ready, the new Run and its Ready wait for the disk; Scheduled and Running, which Ready replaces, do not', async () => {
+    const { result: run, steps } = await recordDiskWaits(async () => (await readyRun(t.gw)).run);
+    const runFile = new StateLayout(t.stateDir).runFile(run.metadata.uid ?? '');
+    const temp = `${path.dirname(runFile)}${path.sep}.${path.basename(runFile)}.`;
+    // Each write of the record: its temp file (fsynced or not), then the rename onto the record.
+    const writes: boolean[] = [];
+    let fsynced = false;
+    for (const step of steps) {
+      if ('fsync' in step && step.fsync.startsWith(temp)) fsynced = true;
+      if ('rename' in step && step.rename === runFile) {
+        writes.push(fsynced);
+        fsynced = false;
+      }
+    }
+    assert.deepEqual(writes, [true, false, false, true], 'Pending (the create), Scheduled, Running, Ready');
+    const dirSyncs = steps.filter((s) => 'fsync' in s && s.fsync === path.dirname(runFile)).length;
+    assert.equal(dirSyncs, 2, 'the directory after the create and after Ready');
   });
 
   it('Drain while `sleep 2` runs: 200 for it, 409 for a new write, Succeeded with exported artifacts and digests', async () => {
