@@ -16,15 +16,22 @@ export class DigestMeter extends Transform {
   }
 
   override _transform(chunk: Buffer, _enc: BufferEncoding, callback: TransformCallback): void {
-    this.bytes += chunk.length;
-    if (this.bytes > this.expectedBytes) {
-      callback(
-        new SessionRepositoryError('integrity_mismatch', `${this.what} has more than the expected ${this.expectedBytes} bytes`),
-      );
+    try {
+      this.add(chunk);
+    } catch (err) {
+      callback(err as Error);
       return;
     }
-    this.hash.update(chunk);
     callback(null, chunk);
+  }
+
+  /** Counts and hashes `chunk` (a stream's, or a value held in memory); integrity_mismatch past the expected size. */
+  add(chunk: Uint8Array): void {
+    this.bytes += chunk.length;
+    if (this.bytes > this.expectedBytes) {
+      throw new SessionRepositoryError('integrity_mismatch', `${this.what} has more than the expected ${this.expectedBytes} bytes`);
+    }
+    this.hash.update(chunk);
   }
 
   /** `sha256:<hex>` of everything that passed; call once, after the stream ended. */

@@ -12,7 +12,6 @@ import { randomUUID } from 'node:crypto';
 import { type BigIntStats, createReadStream, createWriteStream } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { ImmutableObjectRef } from '../../protocol/repository';
 import { DigestMeter, discard } from './digestMeter';
@@ -85,21 +84,16 @@ export class FileObjectStore implements ImmutableObjectStore {
         // Renamed into the store: verify the bytes where they now are (a read, no copy).
         await pipeline(createReadStream(tmp, { highWaterMark: STREAM_CHUNK }), meter, discard());
         meter.verify(input.digest);
+      } else if (input.source.kind === 'bytes') {
+        // A value held in memory (a checkpoint manifest): checked first, then written and fsynced through one handle.
+        meter.add(input.source.value);
+        meter.verify(input.digest);
+        written = await writeSynced(tmp, input.source.value);
       } else {
-        const source =
-          input.source.kind === 'file'
-            ? createReadStream(input.source.path, { highWaterMark: STREAM_CHUNK })
-            : Readable.from([Buffer.from(input.source.value)]);
-        await pipeline(source, meter, createWriteStream(tmp, { flags: 'wx', mode: 0o600, highWaterMark: STREAM_CHUNK }));
+        await pipeline(createReadStream(input.source.path, { highWaterMark: STREAM_CHUNK }), meter, createWriteStream(tmp, { flags: 'wx', mode: 0o600, highWaterMark: STREAM_CHUNK }));
         meter.verify(input.digest);
       }
-      const handle = await fs.open(tmp, 'r');
-      try {
-        await handle.sync();
-        written = await handle.stat({ bigint: true });
-      } finally {
-        await handle.close();
-      }
+      written ??= await syncedStats(tmp);
       try {
         await fs.link(tmp, dest);
         linked = true;
@@ -356,4 +350,27 @@ async function takeOver(source: string, tmp: string, written: WrittenFile['ident
   }
   if ((moved.mode & 0o7777n) !== 0o600n) await fs.chmod(tmp, 0o600);
   return untouched && moved.size === st.size && moved.mtimeNs === st.mtimeNs ? 'trusted' : 'moved';
+}
+
+/** Creates `file` (0600, never over an existing one) with `bytes`, fsyncs it and returns what it then is. */
+async function writeSynced(file: string, bytes: Uint8Array): Promise<InodeStats> {
+  const handle = await fs.open(file, 'wx', 0o600);
+  try {
+    await handle.writeFile(bytes);
+    await handle.sync();
+    return await handle.stat({ bigint: true });
+  } finally {
+    await handle.close();
+  }
+}
+
+/** Fsyncs `file` (written and closed by a stream) and returns what it then is. */
+async function syncedStats(file: string): Promise<InodeStats> {
+  const handle = await fs.open(file, 'r');
+  try {
+    await handle.sync();
+    return await handle.stat({ bigint: true });
+  } finally {
+    await handle.close();
+  }
 }
