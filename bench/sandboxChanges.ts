@@ -18,7 +18,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { DEFAULT_PEOPLE_LIMITS } from '../protocol/bundle';
-import { type CommandOutput, GatewayClient } from '../protocol/kruntimes/gatewayClient';
+import { GatewayClient } from '../protocol/kruntimes/gatewayClient';
 import type { SandboxProvider } from '../server/sandboxes/provider';
 import { downloadTree } from '../server/sandboxes/transfer';
 import { checkoutWorkspaceInto } from '../server/sandboxes/workspaceMover';
@@ -27,28 +27,8 @@ import { RevisionIndexCache } from '../server/sessions/revisionIndex';
 import { compareSandboxWithRevision } from '../server/sessions/sandboxChanges';
 import { SandboxSessionService } from '../server/sessions/sandboxSessions';
 import { createActivationWorld, quietLogger } from '../test/fixtures/activation/harness';
+import { ImageClient } from '../test/fixtures/sandboxes/imageClient';
 import { generateTree } from './bundle';
-
-type Image = 'tar and zstd' | 'tar' | 'neither';
-
-/** A client whose sandbox answers the tar probe (sandboxTarball.ts) as an image with only `image` does. */
-class ImageClient extends GatewayClient {
-  constructor(
-    options: ConstructorParameters<typeof GatewayClient>[0],
-    private readonly image: Image,
-  ) {
-    super(options);
-  }
-
-  override runCommand(...args: Parameters<GatewayClient['runCommand']>): ReturnType<GatewayClient['runCommand']> {
-    const probe = args[0].argv?.[0] === 'sh' && args[0].argv[2]?.includes('command -v tar') === true;
-    if (probe && this.image !== 'tar and zstd') {
-      const [exitCode, stdout] = this.image === 'tar' ? [4, ''] : [3, 'the image has no tar\n'];
-      return Promise.resolve({ exitCode, stdout: Buffer.from(stdout), stderr: Buffer.alloc(0), timedOut: false, truncated: false } as CommandOutput);
-    }
-    return super.runCommand(...args);
-  }
-}
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
 
@@ -125,7 +105,8 @@ async function benchSize(label: string, files: number, bytes: number, runs: numb
       for (const [image, into] of [['tar and zstd', oneFile], ['tar', onePlain], ['neither', byFile]] as const) {
         const fresh = await world.provider.create({ provider: 'local', namespace: 'default', runtime: 'process' }, { waitForReady: true });
         const opened = await world.provider.open(fresh.ref);
-        const c = new ImageClient({ endpoint: opened.endpoint, token: opened.token }, image);
+        const c = new ImageClient({ endpoint: opened.endpoint, token: opened.token });
+        c.tools = image;
         const scratch = fs.mkdtempSync(path.join(world.dir, 'open-'));
         const input = { objects: world.repo.objects, checkpoint: r1.checkpoint, sessionId, limits: DEFAULT_PEOPLE_LIMITS, scratch };
         into.push((await timed(() => checkoutWorkspaceInto({ client: c, hostRoot: undefined }, input)))[0]);

@@ -114,13 +114,18 @@ class LocalSubstrate implements RunSubstrate {
     }
   }
 
+  /** Whether the backend `runtime` keeps its sandboxes on this machine (not a remote one such as OpenSandbox). */
+  keepsHere(runtime: string): boolean {
+    return !localBackends(this.daemon.stateDir).get(runtime)?.remote;
+  }
+
   /** The Run's workspace directory under the daemon's state root, while the Run is Ready (or Finalizing, to read) and the directory is ours. */
   async hostDirectory(run: Run, access: 'read' | 'write' = 'write'): Promise<string | undefined> {
     const uid = run.metadata.uid;
     const phase = run.status?.phase;
     if (!(phase === 'Ready' || (access === 'read' && phase === 'Finalizing')) || uid === undefined) return undefined;
     // A remote backend's workspace lives in its sandbox; the Run's host directory is only its seed.
-    if (localBackends(this.daemon.stateDir).get(run.spec.runtime)?.remote) return undefined;
+    if (!this.keepsHere(run.spec.runtime)) return undefined;
     const dir = new StateLayout(this.daemon.stateDir).workspaceDir(uid);
     const st = await fsp.lstat(dir).catch(() => undefined);
     return st?.isDirectory() === true && st.uid === process.getuid?.() ? dir : undefined;
@@ -240,6 +245,11 @@ export class LocalSandboxProvider extends RunProvider {
   /** The Run's workspace directory under the daemon's state root, while the Run is Ready (or Finalizing, for `access` 'read') and the directory is ours. */
   async hostDirectory(ref: SandboxRef, access: 'read' | 'write' = 'write'): Promise<string | undefined> {
     return this.local.hostDirectory((await this.get(ref)).run, access);
+  }
+
+  /** The process and bubblewrap backends keep their sandboxes here; a remote backend (OpenSandbox) does not. */
+  keepsHere(spec: SandboxCreateSpec): boolean {
+    return this.local.keepsHere(spec.runtime);
   }
 
   /** The process and bubblewrap backends run commands in the Run's workspace directory (bubblewrap binds it at that path). */

@@ -219,10 +219,10 @@ export class SandboxSessionService {
     try {
       const checkout = { objects: repository.objects, checkpoint: revision.checkpoint, sessionId: input.sessionId, limits: DEFAULT_PEOPLE_LIMITS, scratch: tmp };
       const provider = this.provider(input.sandbox.provider);
-      // A provider that may keep the sandbox here gets the tree checked out first (a bad revision then costs no
-      // sandbox), to be moved in; a sandbox without a directory here gets the bundle itself as one file, if it can.
+      // A sandbox that will live here gets the tree checked out first (a bad revision then costs no sandbox), to be
+      // moved in; one that lives elsewhere gets the bundle itself as one file, if it can (checked as it is uploaded).
       let checkedOut: HydratedSession | undefined;
-      if (provider.hostDirectory !== undefined) {
+      if (provider.keepsHere?.(input.sandbox) === true) {
         work.progress?.('checkout', `checking out ${input.sessionId}@${revision.ref.revision}`);
         checkedOut = await checkoutSession(checkout);
         work.signal?.throwIfAborted();

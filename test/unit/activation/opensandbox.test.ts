@@ -235,6 +235,7 @@ describe('activations on OpenSandbox (local Runs with backend opensandbox, again
       );
       try {
         assert.ok(said.includes(`copying the workspace of compare-osb@r1 into ${opened.sandbox.ref.name} as one file`), said.join('\n'));
+        assert.ok(!said.some((m) => m.startsWith('checking out')), `nothing was checked out here for a sandbox that lives elsewhere: ${said.join('\n')}`);
         const again = await compareSandboxWithRevision({ sessions, revisions }, { sandbox: opened.sandbox.ref, sessionId: 'compare-osb', revision: 'r1' });
         assert.deepEqual([again.changes, again.unchanged], [[], 4]);
       } finally {

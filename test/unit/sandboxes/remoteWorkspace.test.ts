@@ -8,7 +8,6 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { DEFAULT_PEOPLE_LIMITS } from '../../../protocol/bundle';
-import { GatewayClient, type CommandOutput } from '../../../protocol/kruntimes/gatewayClient';
 import type { SandboxRef } from '../../../protocol/sandboxes';
 import type { SandboxProvider } from '../../../server/sandboxes/provider';
 import { checkoutWorkspaceInto, type SessionTransfer } from '../../../server/sandboxes/workspaceMover';
@@ -17,44 +16,9 @@ import { knownWorkspaceOf, RevisionIndexCache } from '../../../server/sessions/r
 import { compareSandboxWithRevision } from '../../../server/sessions/sandboxChanges';
 import { SandboxSessionService } from '../../../server/sessions/sandboxSessions';
 import { createActivationWorld, quietLogger, type ActivationWorld } from '../../fixtures/activation/harness';
+import { ImageClient } from '../../fixtures/sandboxes/imageClient';
 
 /** A gateway client that counts what crosses it, and can play an image without GNU sha256sum, tar or zstd. */
-class CountingClient extends GatewayClient {
-  readPaths: string[] = [];
-  writes = 0;
-  hashCommands = 0;
-  noSha256sum = false;
-  noTar = false;
-  noZstd = false;
-
-  override read(...args: Parameters<GatewayClient['read']>): ReturnType<GatewayClient['read']> {
-    this.readPaths.push(args[0]);
-    return super.read(...args);
-  }
-
-  override writeFile(...args: Parameters<GatewayClient['writeFile']>): ReturnType<GatewayClient['writeFile']> {
-    this.writes += 1;
-    return super.writeFile(...args);
-  }
-
-  override async runCommand(...args: Parameters<GatewayClient['runCommand']>): Promise<CommandOutput> {
-    // The probe of sandboxTarball.ts, answered as an image without tar, or with GNU tar but no zstd, answers it.
-    if (this.noTar && args[0].argv?.[0] === 'sh' && args[0].argv[2]?.includes('command -v tar') === true) {
-      return { exitCode: 3, stdout: Buffer.from('the image has no tar\n'), stderr: Buffer.alloc(0), timedOut: false, truncated: false } as CommandOutput;
-    }
-    if (this.noZstd && args[0].argv?.[0] === 'sh' && args[0].argv[2]?.includes('command -v zstd') === true) {
-      return { exitCode: 4, stdout: Buffer.alloc(0), stderr: Buffer.alloc(0), timedOut: false, truncated: false } as CommandOutput;
-    }
-    if (this.noZstd && args[0].argv?.includes('--zstd') === true) throw new Error('an image without zstd was asked to run it');
-    if (args[0].argv?.[0] === 'sha256sum') {
-      this.hashCommands += 1;
-      // BusyBox's sha256sum: no -z, a usage message and exit 1.
-      if (this.noSha256sum) return { exitCode: 1, stdout: Buffer.alloc(0), stderr: Buffer.from("sha256sum: unrecognized option: z\n"), timedOut: false, truncated: false } as CommandOutput;
-    }
-    return super.runCommand(...args);
-  }
-}
-
 describe('a remote sandbox read against a revision held here (digests computed in the sandbox)', function () {
   this.timeout(120_000);
   let world: ActivationWorld;
@@ -72,9 +36,9 @@ describe('a remote sandbox read against a revision held here (digests computed i
   };
   const big = (seed: number) => Buffer.from(Array.from({ length: 2_000_000 }, (_, i) => (i * seed + (i >> 9)) & 0xff));
   const compare = (service: SandboxSessionService, revision = 'r1') => compareSandboxWithRevision({ sessions: service, revisions }, { sandbox: ref, sessionId: 'remote', revision });
-  const client = async (sandbox = ref): Promise<CountingClient> => {
+  const client = async (sandbox = ref): Promise<ImageClient> => {
     const connection = await world.provider.open(sandbox);
-    return new CountingClient({ endpoint: connection.endpoint, token: connection.token });
+    return new ImageClient({ endpoint: connection.endpoint, token: connection.token });
   };
 
   before(async () => {
@@ -82,7 +46,7 @@ describe('a remote sandbox read against a revision held here (digests computed i
     revisions = new RevisionIndexCache(async () => world.repo, path.join(world.dir, 'revisions'));
     inPlace = new SandboxSessionService(async () => world.repo, new Map([['local', world.provider]]), { kind: 'file', description: world.repoRoot }, quietLogger());
     // The same sandboxes, but their directories are not offered: everything goes through the gateway.
-    gatewayOnly = Object.create(world.provider, { hostDirectory: { value: undefined } }) as SandboxProvider;
+    gatewayOnly = Object.create(world.provider, { hostDirectory: { value: undefined }, keepsHere: { value: undefined } }) as SandboxProvider;
     remote = new SandboxSessionService(async () => world.repo, new Map([['local', gatewayOnly]]), { kind: 'file', description: world.repoRoot }, quietLogger());
     ref = (await world.provider.create({ provider: 'local', namespace: 'default', runtime: 'process' }, { waitForReady: true })).ref;
     root = (await world.provider.hostDirectory?.(ref)) as string;
@@ -202,6 +166,7 @@ describe('a remote sandbox read against a revision held here (digests computed i
     const said: string[] = [];
     const opened = await remote.openInSandbox({ sessionId: 'remote', revision: 'r1', sandbox: spec }, { progress: (_phase, message) => said.push(message ?? '') });
     assert.ok(said.includes(`copying the workspace of remote@r1 into ${opened.sandbox.ref.name} as one file`), said.join('\n'));
+    assert.ok(!said.some((m) => m.startsWith('checking out')), 'the bundle goes as it is: nothing is checked out here first');
     await sameAsR1(opened.sandbox.ref);
     const openedRoot = (await world.provider.hostDirectory?.(opened.sandbox.ref)) as string;
     assert.deepEqual(fs.readdirSync(openedRoot).filter((name) => name.startsWith('.sandbox-sessions')), [], 'the staged bundle is gone');
@@ -216,8 +181,7 @@ describe('a remote sandbox read against a revision held here (digests computed i
       const noTar = image === 'neither';
       const sandbox = (await world.provider.create(spec, { waitForReady: true })).ref;
       const c = await client(sandbox);
-      c.noTar = noTar;
-      c.noZstd = image !== 'tar and zstd';
+      c.tools = image;
       const transfers: SessionTransfer[] = [];
       try {
         await checkoutWorkspaceInto({ client: c, hostRoot: undefined }, checkout(fs.mkdtempSync(path.join(world.dir, 'open-'))), { onTransfer: (t) => transfers.push(t) });

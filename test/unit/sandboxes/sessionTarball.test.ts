@@ -10,33 +10,16 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { CODEC_TEST_LIMITS, DEFAULT_PEOPLE_LIMITS } from '../../../protocol/bundle';
-import { type CommandOutput, GatewayClient } from '../../../protocol/kruntimes/gatewayClient';
 import type { StoredSessionCheckpoint } from '../../../protocol/repository';
 import { packSessionBundle } from '../../../server/bundle';
 import { publishSessionCheckpointV1 } from '../../../server/repository/checkpoint';
 import { packSessionOut } from '../../../server/sandboxes/sandboxTarball';
 import { captureFrom, checkoutInto, type SessionTransfer } from '../../../server/sandboxes/workspaceMover';
 import { createActivationWorld, type ActivationWorld } from '../../fixtures/activation/harness';
+import { ImageClient } from '../../fixtures/sandboxes/imageClient';
 import { createFixture, fixturePackOptions, GOLDEN } from '../../fixtures/bundle/goldenFixture';
 
 /** A client whose sandbox has GNU tar but, when `noZstd`, no zstd program: the probe says so and `--zstd` fails. */
-class ImageClient extends GatewayClient {
-  noZstd = false;
-  commands: string[][] = [];
-
-  override async runCommand(...args: Parameters<GatewayClient['runCommand']>): Promise<CommandOutput> {
-    const argv = args[0].argv ?? [];
-    this.commands.push(argv);
-    if (this.noZstd && argv[0] === 'sh' && argv[2]?.includes('command -v zstd') === true) {
-      return { exitCode: 4, stdout: Buffer.alloc(0), stderr: Buffer.alloc(0), timedOut: false, truncated: false } as CommandOutput;
-    }
-    if (this.noZstd && argv.includes('--zstd')) {
-      return { exitCode: 2, stdout: Buffer.alloc(0), stderr: Buffer.from('tar: zstd: Cannot exec: No such file or directory\n'), timedOut: false, truncated: false } as CommandOutput;
-    }
-    return super.runCommand(...args);
-  }
-}
-
 describe("an activation's session through the gateway as one tarball: tar.zst, or plain tar without zstd", function () {
   this.timeout(120_000);
   let world: ActivationWorld;
@@ -57,7 +40,7 @@ describe("an activation's session through the gateway as one tarball: tar.zst, o
       const sandbox = (await world.provider.create({ provider: 'local', namespace: 'default', runtime: 'process' }, { waitForReady: true })).ref;
       const connection = await world.provider.open(sandbox);
       const client = new ImageClient({ endpoint: connection.endpoint, token: connection.token });
-      client.noZstd = compression === 'none';
+      client.tools = compression === 'none' ? 'tar' : 'tar and zstd';
       const scratch = fs.mkdtempSync(path.join(world.dir, 'scratch-'));
       const access = { client, hostRoot: undefined };
       const placement = { kind: 'session', dir: 'session' } as const;
