@@ -94,6 +94,22 @@ interface AttemptContext {
   givingLeaseBack: () => void;
 }
 
+/** What the hydrate step moves, and where: the session's revision (none yet: an empty session) into the sandbox. */
+interface SessionInto {
+  request: ActivationRunRequest;
+  sandbox: ConnectedSandbox;
+  base: CommittedSessionRevision | undefined;
+  /** The tree the last activation here left, claimed while the sandbox was created (undefined: none to claim). */
+  keptTree: Promise<ClaimedTree | undefined> | undefined;
+  scratch: string;
+}
+
+/** The session in the sandbox: its state identity and the digests of the files written there (pack's knownDigests). */
+interface MovedSession {
+  identity: SessionIdentity | undefined;
+  knownDigests: Map<string, KnownDigest>;
+}
+
 export const DEFAULT_AGENT_ID = 'default-agent';
 
 export class ActivationRunner {
@@ -207,7 +223,7 @@ export class ActivationRunner {
     let claimed: Promise<ClaimedTree | undefined> | undefined;
     try {
       const base = await this.checkout(request.sessionId, ctx);
-      const kept = this.keptTreesOf(provider);
+      const kept = provider.keepsHere?.(request.sandbox) === true ? this.keptTreesOf(provider) : undefined;
       // The tree the last activation here left, checked while the sandbox is created (placed in it by the hydrate).
       claimed = base !== undefined && kept !== undefined ? kept.claim(this.keptTreeKey(request, base)).catch(() => undefined) : undefined;
       const created = await this.createSandbox(request, provider, ctx);
@@ -218,7 +234,7 @@ export class ActivationRunner {
       const { connected, identity, credentials, knownDigests } = await (async () => {
         const connected = await connectSandbox(provider, created, ctx.signal);
         sandbox = connected;
-        return { connected, ...(await this.hydrate(request, connected, base, keptTree, scratch, ctx)) };
+        return { connected, ...(await this.hydrate({ request, sandbox: connected, base, keptTree, scratch }, ctx)) };
       })().catch(async (err: unknown) => {
         await recording; // a sandbox that is not ours to use: that is the reason to report
         throw err;
@@ -308,21 +324,15 @@ export class ActivationRunner {
    * credentials under the config root (written while the session is hydrated: it lies beside it). Returns the
    * session's state identity and the credentials.
    */
-  private async hydrate(
-    request: ActivationRunRequest,
-    sandbox: ConnectedSandbox,
-    base: CommittedSessionRevision | undefined,
-    keptTree: Promise<ClaimedTree | undefined> | undefined,
-    scratch: string,
-    ctx: AttemptContext,
-  ): Promise<{ identity: SessionIdentity | undefined; credentials: ActivationCredentials; knownDigests: Map<string, KnownDigest> }> {
+  private async hydrate(into: SessionInto, ctx: AttemptContext): Promise<MovedSession & { credentials: ActivationCredentials }> {
+    const { request, sandbox } = into;
     const credentials = (await this.options.credentials?.(request)) ?? {};
     // The config root is written while the session moves in, the request file once the session's identity is known.
     const config = writeConfigRoot(sandbox.client, credentials, ctx.signal);
     const configSettled = config.catch(() => undefined);
-    let moved: { identity: SessionIdentity | undefined; knownDigests: Map<string, KnownDigest> };
+    let moved: MovedSession;
     try {
-      moved = await this.moveSessionIn(request, sandbox, base, keptTree, scratch, ctx);
+      moved = await this.moveSessionIn(into, ctx);
       await writeActivationInput(sandbox.client, { request, identity: moved.identity }, ctx.signal);
     } finally {
       await configSettled;
@@ -336,14 +346,8 @@ export class ActivationRunner {
    * checked-out bundle (or an empty session). Returns its state identity and, for the capture's pack, the digests of
    * the files written here.
    */
-  private async moveSessionIn(
-    request: ActivationRunRequest,
-    sandbox: ConnectedSandbox,
-    base: CommittedSessionRevision | undefined,
-    keptTree: Promise<ClaimedTree | undefined> | undefined,
-    scratch: string,
-    ctx: AttemptContext,
-  ): Promise<{ identity: SessionIdentity | undefined; knownDigests: Map<string, KnownDigest> }> {
+  private async moveSessionIn(into: SessionInto, ctx: AttemptContext): Promise<MovedSession> {
+    const { request, sandbox, base, keptTree, scratch } = into;
     const placement = { kind: 'session', dir: REMOTE.session } as const;
     // A sandbox without a directory here (an OpenSandbox one behind the local provider) leaves the tree for `release`.
     const claimed = sandbox.hostRoot !== undefined ? await keptTree : undefined;

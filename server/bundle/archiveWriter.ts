@@ -4,8 +4,8 @@
 // file — the archive digest is the digest of exactly the bytes written to the file, so the published file is not
 // read back (see publish.ts). A background fdatasync every SYNC_EVERY bytes leaves little for the final fsync.
 // Scheduling: the compressor works through one write at a time and needs this thread between two writes, so
-// (a) writes are batched (IN_THREAD_BATCH_BYTES), (b) up to MAX_IN_FLIGHT of them are queued so the next one is ready when
-// the current one ends, (c) output is only queued when it arrives and is hashed and written later in slices of
+// (a) writes are batched (IN_THREAD_BATCH_BYTES), (b) up to MAX_IN_FLIGHT of them are queued so the next one is ready
+// when the current one ends, (c) output is only queued when it arrives and is hashed and written later in slices of
 // OUTPUT_SLICE bytes, and (d) the producer pauses to the event loop after every slice of its own work. Memory stays
 // bounded: the recycled input batches plus the compressor's output.
 import { createHash } from 'node:crypto';
@@ -21,9 +21,9 @@ import { createBundleZstdCompressor, createTrailerHold } from './zstdFrame';
 export const TAR_BATCH_BYTES = 2 * 1024 * 1024;
 /**
  * Bytes per compressor write here, and the compressor's output chunk. Smaller than the worker's: every pack allocates
- * its batches and output chunk anew, and for the archives written here (under 16 MB of tar) 2 MiB buffers cost more in
- * garbage collection than the extra writes cost (1 MB / 40 files, 60 packs, 2 cores: median 22–25 ms with 2 MiB, 17–19 ms
- * with 256 KiB; 10 MB / 200 files: 87–89 ms and 75–81 ms). The bytes written are the same either way.
+ * its batches and output chunk anew, and for the archives written here (under 16 MB of tar) 2 MiB buffers cost more
+ * in garbage collection than the extra writes cost (1 MB / 40 files, 60 packs, 2 cores: median 22–25 ms with 2 MiB,
+ * 17–19 ms with 256 KiB; 10 MB / 200 files: 87–89 ms and 75–81 ms). The bytes written are the same either way.
  */
 export const IN_THREAD_BATCH_BYTES = 256 * 1024;
 const MAX_IN_FLIGHT = 3;

@@ -90,7 +90,8 @@ export class FileObjectStore implements ImmutableObjectStore {
         meter.verify(input.digest);
         written = await writeSynced(tmp, input.source.value);
       } else {
-        await pipeline(createReadStream(input.source.path, { highWaterMark: STREAM_CHUNK }), meter, createWriteStream(tmp, { flags: 'wx', mode: 0o600, highWaterMark: STREAM_CHUNK }));
+        const source = createReadStream(input.source.path, { highWaterMark: STREAM_CHUNK });
+        await pipeline(source, meter, createWriteStream(tmp, { flags: 'wx', mode: 0o600, highWaterMark: STREAM_CHUNK }));
         meter.verify(input.digest);
       }
       written ??= await syncedStats(tmp);

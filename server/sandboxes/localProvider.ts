@@ -248,7 +248,7 @@ export class LocalSandboxProvider extends RunProvider {
   }
 
   /** The process and bubblewrap backends keep their sandboxes here; a remote backend (OpenSandbox) does not. */
-  keepsHere(spec: SandboxCreateSpec): boolean {
+  keepsHere(spec: Pick<SandboxCreateSpec, 'runtime'>): boolean {
     return this.local.keepsHere(spec.runtime);
   }
 

@@ -56,7 +56,7 @@ export interface SandboxProvider {
    * Whether a sandbox created from `spec` will live on this machine (`hostDirectory` then offers its root once it is
    * Ready): false for a backend whose sandboxes live elsewhere (the local runtime's `opensandbox`). Absent: never.
    */
-  keepsHere?(spec: SandboxCreateSpec): boolean;
+  keepsHere?(spec: Pick<SandboxCreateSpec, 'runtime'>): boolean;
   /**
    * Set when a directory `hostDirectory` offers is, by construction, the one the sandbox's commands start in (the
    * local runtime runs its own backends' commands there): it is then used without asking the sandbox's `pwd` first.
