@@ -9,8 +9,9 @@
 // a turn with no kept tree (the first on this machine, or after another writer): the bundle hydrated. For 1 MB, a
 // third line: warm turns once the session has `--history` (default 2,000) earlier finished activations on record (the
 // dedupe table; the repository keeps the newest 256 per session), so a turn's cost does not grow with its history.
-// Real parts: the local gateway daemon (process backend), the file repository, real processes.
-// Run: npx tsx bench/activation.ts [--runs N] [--only 1mb|100mb] [--history N]
+// Real parts: the local gateway daemon (process backend), the file repository (or, with `--repository postgres`, a
+// real PostgreSQL server started for the run, fsync on, as a shared repository is used), real processes.
+// Run: npx tsx bench/activation.ts [--runs N] [--only 1mb|100mb] [--history N] [--repository file|postgres]
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -21,7 +22,9 @@ import { newOwnerToken } from '../server/repository/activationStore';
 import type { SessionRepository } from '../server/repository/contract';
 import { packSessionBundle } from '../server/bundle';
 import { publishSessionCheckpointV1 } from '../server/repository/checkpoint';
+import { openPostgresSessionRepository } from '../server/repository/postgresRepository';
 import { createActivationWorld, message } from '../test/fixtures/activation/harness';
+import { startPostgres } from '../test/fixtures/postgres';
 import { generateTree } from './bundle';
 
 interface Sample {
@@ -49,8 +52,8 @@ async function recordHistory(repo: SessionRepository, sessionId: string, count: 
   }
 }
 
-async function benchSize(label: string, files: number, bytes: number, runs: number, history: number): Promise<void> {
-  const world = await createActivationWorld();
+async function benchSize(label: string, files: number, bytes: number, runs: number, history: number, repository: Repository): Promise<void> {
+  const world = await createActivationWorld(repository.open !== undefined ? { repository: repository.open } : {});
   try {
     const tree = path.join(world.dir, 'tree');
     const written = generateTree(tree, files, bytes);
@@ -114,7 +117,7 @@ async function benchSize(label: string, files: number, bytes: number, runs: numb
       for (let i = 0; i < runs; i++) samples.history.push(await activate(`history-${i}-turn`));
     }
     const base = median(baseline);
-    console.log(`\n${label}: ${files} files, ${(written / 1e6).toFixed(1)} MB payload, bundle ${(artifact.compressedBytes / 1e6).toFixed(1)} MB (median of ${runs})`);
+    console.log(`\n${label}: ${files} files, ${(written / 1e6).toFixed(1)} MB payload, bundle ${(artifact.compressedBytes / 1e6).toFixed(1)} MB, ${repository.name} repository (median of ${runs})`);
     console.log(`  baseline tar|zstd pack+unpack ${base.toFixed(0)} ms; runs ${baseline.map((b) => b.toFixed(0)).join(' ')} ms`);
     const titles = {
       warm: "warm (the last turn's tree kept here)",
@@ -141,8 +144,29 @@ async function benchSize(label: string, files: number, bytes: number, runs: numb
   }
 }
 
+/** The repository the activations commit to: the world's own file repository, or a fresh PostgreSQL schema. */
+interface Repository {
+  name: string;
+  open?: () => Promise<SessionRepository>;
+  stop(): Promise<void>;
+}
+
+async function repositoryOf(kind: string | undefined): Promise<Repository> {
+  if (kind === undefined || kind === 'file') return { name: 'file', stop: async () => undefined };
+  if (kind !== 'postgres') throw new Error(`--repository must be file or postgres, not ${kind}`);
+  const server = await startPostgres({ fsync: true });
+  let schemas = 0;
+  return {
+    name: 'PostgreSQL',
+    open: () => openPostgresSessionRepository({ connectionString: server.url(`bench${++schemas}`) }),
+    stop: () => server.stop(),
+  };
+}
+
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { runs: { type: 'string', default: '3' }, only: { type: 'string' }, history: { type: 'string', default: '2000' } } });
+  const { values } = parseArgs({
+    options: { runs: { type: 'string', default: '3' }, only: { type: 'string' }, history: { type: 'string', default: '2000' }, repository: { type: 'string' } },
+  });
   const runs = Number(values.runs);
   const history = Number(values.history);
   try {
@@ -151,8 +175,13 @@ async function main(): Promise<void> {
     console.error('bench/activation: the `zstd` command is missing; install it (Debian: apt-get install zstd) to measure the baseline.');
     process.exit(1);
   }
-  if (values.only !== '100mb') await benchSize('1mb', 40, 1_000_000, runs, history);
-  if (values.only !== '1mb') await benchSize('100mb', 400, 100_000_000, runs, 0);
+  const repository = await repositoryOf(values.repository);
+  try {
+    if (values.only !== '100mb') await benchSize('1mb', 40, 1_000_000, runs, history, repository);
+    if (values.only !== '1mb') await benchSize('100mb', 400, 100_000_000, runs, 0, repository);
+  } finally {
+    await repository.stop();
+  }
 }
 
 main().catch((err: unknown) => {

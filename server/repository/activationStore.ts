@@ -36,7 +36,6 @@ export type ActivationClaim =
 
 export type LeaseAttempt = { acquired: true; lease: SessionLease } | { acquired: false; holder: SessionLease };
 
-
 export interface OwnerInput {
   /** The holder's random token (`newOwnerToken()`). */
   token: string;
