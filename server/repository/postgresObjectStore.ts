@@ -1,8 +1,12 @@
 // The postgres adapter's object store: content-addressed rows (`objects`) with their bytes as bytea
 // chunks (`object_chunks`, 1 MiB each). Publish streams the source in one transaction, holding at
 // most one chunk in memory and verifying size and digest before COMMIT; reads stream chunk batches
-// and re-verify every time. Revisions and forks reference objects by foreign key, so the database
-// itself refuses to delete an object that is still referenced.
+// and re-verify. Revisions and forks reference objects by foreign key, so the database itself
+// refuses to delete an object that is still referenced.
+// What this process has verified (its own upload, or a full read) is remembered by the row versions of the object's
+// chunks — their count and `xmin`s, which any UPDATE, DELETE or re-INSERT of a chunk changes, as an inode's stat key
+// does for the file store — so the checks a commit repeats (after publishing, inside the commit's transaction, at
+// the next checkout) read the chunks' bytes again only when the rows are no longer the ones verified.
 import { createReadStream } from 'node:fs';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -26,11 +30,16 @@ export const POSTGRES_OBJECT_REF_SCHEME = 'sandbox-sessions-postgres-object://v1
 export const CHUNK_BYTES = 1024 * 1024;
 /** Chunks fetched per query while reading; with one batch prefetched, at most 2 × READ_BATCH chunks are in memory. */
 const READ_BATCH = 4;
+/** Objects whose verification is remembered (oldest forgotten first); a few hundred bytes each. */
+const MAX_REMEMBERED = 4096;
 
 /** Runs one query: on the pool, or on a transaction's own connection. */
 type RunQuery = <R extends QueryResultRow>(text: string, values: unknown[]) => Promise<QueryResult<R>>;
 
 export class PostgresObjectStore implements ImmutableObjectStore {
+  /** Object id → the row versions of its chunks when this process last verified its bytes (`chunkVersions`). */
+  private readonly verified = new Map<string, string>();
+
   constructor(
     private readonly pool: Pool,
     /** Quoted schema name. */
@@ -64,8 +73,13 @@ export class PostgresObjectStore implements ImmutableObjectStore {
         [id, input.digest, input.mediaType, input.bytes, CHUNK_BYTES],
       );
       inserted = rows[0]?.inserted === true;
-      if (inserted) await this.upload(client, id, input);
+      let uploaded: string | undefined;
+      if (inserted) {
+        await this.upload(client, id, input);
+        uploaded = await this.chunkVersions((text, values) => client.query(text, values), id);
+      }
       await client.query('COMMIT');
+      if (uploaded !== undefined) this.remember(id, uploaded);
     } catch (err) {
       await client.query('ROLLBACK').catch(() => undefined);
       throw toRepositoryError(err, `publishing object ${input.digest}`);
@@ -120,12 +134,32 @@ export class PostgresObjectStore implements ImmutableObjectStore {
   private async verifyVia(run: RunQuery, ref: ImmutableObjectRef): Promise<void> {
     try {
       const id = await this.checkedId(run, ref);
+      // Taken before the bytes are read: a change after this makes it differ from what is remembered.
+      const versions = await this.chunkVersions(run, id);
+      if (this.verified.get(id) === versions) return;
+      this.verified.delete(id);
       const meter = new DigestMeter(ref.bytes, `object ${ref.objectRef}`);
       await pipeline(Readable.from(this.chunks(run, id, ref)), meter, discard());
       meter.verify(ref.digest);
+      this.remember(id, versions);
     } catch (err) {
       throw toRepositoryError(err, `reading object ${ref.objectRef}`);
     }
+  }
+
+  /** The object's chunk rows as they are now: their count and the distinct transactions that wrote them (`xmin`). */
+  private async chunkVersions(run: RunQuery, id: string): Promise<string> {
+    const { rows } = await run<{ n: number; xmins: string | null }>(
+      `SELECT count(*)::int AS n, string_agg(DISTINCT xmin::text, ',' ORDER BY xmin::text) AS xmins FROM ${this.S}.object_chunks WHERE object_id = $1`,
+      [id],
+    );
+    return `${rows[0]?.n ?? 0}:${rows[0]?.xmins ?? ''}`;
+  }
+
+  private remember(id: string, versions: string): void {
+    this.verified.delete(id);
+    this.verified.set(id, versions);
+    if (this.verified.size > MAX_REMEMBERED) this.verified.delete(this.verified.keys().next().value as string);
   }
 
   async materialize(input: MaterializeObjectInput): Promise<MaterializedObject> {
