@@ -41,6 +41,7 @@ import type { SandboxProvider } from '../sandboxes/provider';
 import { labelValue, LABEL_ACTIVATION, LABEL_SESSION } from '../sandboxes/opensandbox/labels';
 import type { PackedWorkspace } from '../bundle/packWorkspace';
 import { type CaptureStep, captureFrom, checkoutInto, emptySession, hydrateInto, type SessionIdentity, type SessionTransfer } from '../sandboxes/workspaceMover';
+import { tarName } from '../sandboxes/sandboxTarball';
 import { ActivationRecords } from './activationRecords';
 import { runAgentCommand } from './agentCommand';
 import { commitCheckpoint } from './activationCommit';
@@ -370,8 +371,8 @@ export class ActivationRunner {
         t.how === 'files'
           ? `copying the session into the sandbox, file by file (${t.reason})`
           : t.compression === 'zstd'
-            ? 'uploading the session bundle as one file and unpacking it with tar in the sandbox'
-            : 'uploading the session as one uncompressed tar (the image has no zstd) and unpacking it with tar in the sandbox',
+            ? `uploading the session bundle as one file and unpacking it with ${tarName(t.tar)} in the sandbox`
+            : `uploading the session as one uncompressed tar (the image has no zstd) and unpacking it with ${tarName(t.tar)} in the sandbox`,
       );
     const input = { objects: this.repo.objects, checkpoint: base.checkpoint, sessionId: request.sessionId, limits: this.limits, scratch };
     const identity = await checkoutInto(sandbox, placement, input, { signal: ctx.signal, onTransfer, knownDigests });

@@ -1,13 +1,16 @@
-// Moving a whole session into or out of a sandbox as ONE file, for sandboxes whose image has GNU tar (seed 000:
+// Moving a whole session into or out of a sandbox as ONE file, for sandboxes whose image has GNU or BusyBox tar (seed 000:
 // "upload and unpack the bundle at fixed paths", "repack, download"): far fewer gateway calls than a file-by-file
 // copy when the sandbox is remote (OpenSandbox, a cluster). In: the checked-out bundle, verified here first, is
 // uploaded as `bundle.tar.zst` and unpacked with `tar --zstd -xf`. Out: the sandbox packs its session dir with
 // `tar --zstd -c` (plain USTAR, links followed as the gateway would), the file is downloaded and read here by a
 // strict, bounded reader (regular files and directories only, confined paths, quotas) into a private tree — which
 // the caller then packs with our codec through the snapshot policy, so the bundle is byte-compatible with Maka
-// whatever tar the image has. The sandbox's tar is never trusted to write a Session Bundle. An image with GNU tar but
-// no `zstd` program (Debian's slim images, for one) gets the same as plain, uncompressed tar: more bytes, the same
-// single call each way; the bundle is decompressed here for it.
+// whatever tar the image has. The sandbox's tar is never trusted to write a Session Bundle. An image with tar but
+// no `zstd` program (Debian's slim images, Alpine's) gets the same as plain, uncompressed tar: more bytes, the same
+// single call each way; the bundle is decompressed here for it. BusyBox's tar (Alpine and other small images) has no
+// `--zstd`, exclude list or `--hard-dereference`: the `zstd` program runs beside it on a file of its own, its hard
+// links are read as copies (tarballReader.ts), and a session it would have to leave something out of goes file by
+// file instead (`tarballOut`).
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
@@ -31,37 +34,64 @@ export const TARBALL_DIR = 'activation';
 /** How the one file is compressed: with zstd when the image has the program, else not at all. */
 export type TarballCompression = 'zstd' | 'none';
 
-export type TarballSupport = { ok: true; compression: TarballCompression } | { ok: false; reason: string };
+/** Which tar the image has: GNU tar, or BusyBox's (with `--strip-components`). */
+export type SandboxTar = 'gnu' | 'busybox';
+
+export type TarballSupport = { ok: true; tar: SandboxTar; compression: TarballCompression } | { ok: false; reason: string };
+
+/** What an image's tar needs to move a session as one file: which tar, and how the file is compressed. */
+export type TarballTools = Pick<Extract<TarballSupport, { ok: true }>, 'tar' | 'compression'>;
+
+/** The image's tar, in words for progress messages. */
+export function tarName(tar: SandboxTar): string {
+  return tar === 'busybox' ? "BusyBox's tar" : 'tar';
+}
+
+/** The name of the one file: `base` + its extension. */
+function tarballName(base: string, compression: TarballCompression): string {
+  return compression === 'zstd' ? `${base}.tar.zst` : `${base}.tar`;
+}
+
+/** The GNU tar flag that reads or writes the one file (for plain tar one that changes nothing). */
+function gnuFlag(compression: TarballCompression): string {
+  return compression === 'zstd' ? '--zstd' : '--no-auto-compress';
+}
 
 /**
- * The name of the one file (`base` + its extension) and the tar flag that reads or writes it (for plain tar one that
- * changes nothing, so that each script takes a flag either way).
+ * Shell that makes "$t" the plain tar of the one file "$1" for BusyBox's tar, which reads no zstd: the `zstd` program
+ * writes it beside "$1" as "$1.tar" — a file, not a pipe, whose failure `sh` would not see.
  */
-function tarball(base: string, compression: TarballCompression): { name: string; flag: string } {
-  return compression === 'zstd' ? { name: `${base}.tar.zst`, flag: '--zstd' } : { name: `${base}.tar`, flag: '--no-auto-compress' };
+function busyboxPlain(compression: TarballCompression): string {
+  return compression === 'zstd' ? 't=$1.tar; zstd -d -q -f -o "$t" -- "$1"; ' : 't=$1; ';
 }
 
 /** What a sandbox answered when asked whether it can unpack and pack one tarball (cached per client). */
 const capability = new WeakMap<GatewayClient, Promise<TarballSupport>>();
 
+/** What the probe prints when the image can move a session as one file: which tar, and whether it has `zstd`. */
+const PROBE_ANSWER = /^(gnu|busybox) (zstd|none)\n?$/;
+
 /**
- * Whether the sandbox's image has a POSIX shell and GNU tar, and whether it has the `zstd` program that `tar --zstd`
- * runs; else the reason, in words, for the log and the progress message (the caller falls back to a file-by-file copy).
+ * Whether the sandbox's image has a POSIX shell and GNU tar or BusyBox's (one with `--strip-components`), and whether
+ * it has the `zstd` program; else the reason, in words, for the log and the progress message (the caller falls back
+ * to a file-by-file copy).
  */
 export function tarballSupport(client: GatewayClient, options: { signal?: AbortSignal } = {}): Promise<TarballSupport> {
   let known = capability.get(client);
   if (known === undefined) {
+    // BusyBox's tar has no --version; its --help (on stderr, exit status 1) starts with "BusyBox v…".
     const script =
       'command -v tar >/dev/null 2>&1 || { echo "the image has no tar"; exit 3; }; ' +
-      'tar --version 2>/dev/null | head -n 1 | grep -q "GNU tar" || { echo "the image\'s tar is not GNU tar"; exit 3; }; ' +
-      'command -v zstd >/dev/null 2>&1 || exit 4';
+      'if tar --version 2>/dev/null | head -n 1 | grep -q "GNU tar"; then tar=gnu; ' +
+      'elif tar --help 2>&1 | head -n 1 | grep -q "^BusyBox" && tar --help 2>&1 | grep -q -e "--strip-components"; then tar=busybox; ' +
+      'else echo "the image\'s tar is neither GNU tar nor BusyBox\'s with --strip-components"; exit 3; fi; ' +
+      'if command -v zstd >/dev/null 2>&1; then echo "$tar zstd"; else echo "$tar none"; fi';
     known = client.runCommand({ argv: ['sh', '-c', script] }, options).then(
-      (out): TarballSupport =>
-        out.exitCode === 0
-          ? { ok: true, compression: 'zstd' }
-          : out.exitCode === 4
-            ? { ok: true, compression: 'none' }
-            : { ok: false, reason: out.stdout.toString('utf8').trim() || `the probe exited ${out.exitCode}` },
+      (out): TarballSupport => {
+        const answer = PROBE_ANSWER.exec(out.stdout.toString('utf8'));
+        if (out.exitCode === 0 && answer) return { ok: true, tar: answer[1] as SandboxTar, compression: answer[2] as TarballCompression };
+        return { ok: false, reason: (out.exitCode !== 0 && out.stdout.toString('utf8').trim()) || `the probe exited ${out.exitCode}` };
+      },
       (err: unknown): TarballSupport => {
         if (err instanceof GatewayError) return { ok: false, reason: `the probe failed: ${err.message}` };
         throw err;
@@ -95,15 +125,13 @@ export async function unpackBundleIn(
   const signal = input.signal;
   const manifest = await verifiedManifest(bundle, input);
   await client.createDirectory(TARBALL_DIR, { signal });
-  const { name, flag } = tarball(`${TARBALL_DIR}/bundle`, input.compression);
+  const name = tarballName(`${TARBALL_DIR}/bundle`, input.compression);
   await uploadAs(client, bundle.path, name, input);
-  await runChecked(
-    client,
-    'set -e; mkdir -m 0755 -- "$2"; tar "$3" -xf "$1" -C "$2" --no-same-owner; rm -f -- "$1" "$2/manifest.json"',
-    [name, input.dir, flag],
-    'unpacking the session bundle',
-    signal,
-  );
+  const script =
+    input.tar === 'gnu'
+      ? `set -e; mkdir -m 0755 -- "$2"; tar ${gnuFlag(input.compression)} -xf "$1" -C "$2" --no-same-owner; rm -f -- "$1" "$2/manifest.json"`
+      : `set -e; trap 'rm -f -- "$1" "$1.tar"' EXIT; mkdir -m 0755 -- "$2"; ${busyboxPlain(input.compression)}tar -xf "$t" -C "$2" -o; rm -f -- "$2/manifest.json"`;
+  await runChecked(client, script, [name, input.dir], 'unpacking the session bundle', signal);
   const identityPath = posix.join(input.dir, 'state-identity.json');
   const identity = await client.read(identityPath, { maxBytes: Math.min(input.limits.maxStateIdentityBytes + 1, 786_000) }, { signal });
   if (identity.truncated || identity.contents.length > input.limits.maxStateIdentityBytes) {
@@ -123,16 +151,14 @@ export async function unpackBundleIn(
 export async function unpackWorkspaceIn(client: GatewayClient, bundle: { path: string; expectedArchiveDigest: string }, input: BundleUpload): Promise<void> {
   const signal = input.signal;
   await verifiedManifest(bundle, input);
-  const { name, flag } = tarball(`.sandbox-sessions-open-${randomBytes(6).toString('hex')}`, input.compression);
+  const name = tarballName(`.sandbox-sessions-open-${randomBytes(6).toString('hex')}`, input.compression);
+  const script =
+    input.tar === 'gnu'
+      ? `trap 'rm -f -- "$1"' EXIT; tar ${gnuFlag(input.compression)} -xf "$1" -m --no-same-owner --strip-components=1 workspace`
+      : `set -e; trap 'rm -f -- "$1" "$1.tar"' EXIT; ${busyboxPlain(input.compression)}tar -xf "$t" -m -o --strip-components=1 workspace`;
   try {
     await uploadAs(client, bundle.path, name, input);
-    await runChecked(
-      client,
-      'trap \'rm -f -- "$1"\' EXIT; tar "$2" -xf "$1" -m --no-same-owner --strip-components=1 workspace',
-      [name, flag],
-      'unpacking the workspace',
-      signal,
-    );
+    await runChecked(client, script, [name], 'unpacking the workspace', signal);
   } catch (err) {
     await client.deleteFile(name).catch(() => undefined);
     throw err;
@@ -140,10 +166,9 @@ export async function unpackWorkspaceIn(client: GatewayClient, bundle: { path: s
 }
 
 /** What uploading a verified bundle as one file needs. */
-export interface BundleUpload {
+export interface BundleUpload extends TarballTools {
   sessionId: string;
   limits: SessionBundleLimits;
-  compression: TarballCompression;
   /** A private directory of this machine (0700) where an uncompressed copy is made for an image without zstd. */
   scratch: string;
   signal?: AbortSignal | undefined;
@@ -182,34 +207,68 @@ export interface UnpackedSession {
   transferredBytes: number;
 }
 
+/** The workspace entries the snapshot policy leaves out of a session in the sandbox, as `excludedInSandbox` found them. */
+export interface ExcludedInSandbox {
+  /** The tar member names to leave out. */
+  names: string[];
+  skipped: WorkspaceSnapshotReport['excludedEntries'];
+}
+
+/**
+ * Whether the image's tar can pack the session at `dir` as one file: GNU tar always (it leaves out what the snapshot
+ * policy excludes, found by `find` in the sandbox first); BusyBox's only when there is nothing to leave out, as it
+ * takes no exclude list — else the reason, for the caller's file-by-file copy, which leaves such entries where they are.
+ */
+export async function planSessionOut(
+  client: GatewayClient,
+  input: { dir: string; tar: SandboxTar; signal?: AbortSignal | undefined },
+): Promise<{ ok: true; excluded: ExcludedInSandbox } | { ok: false; reason: string }> {
+  const excluded = await excludedInSandbox(client, input.dir, input.signal);
+  if (input.tar === 'busybox' && excluded.names.length > 0) {
+    const more = excluded.skipped.length > 1 ? ` and ${excluded.skipped.length - 1} more` : '';
+    return { ok: false, reason: `the image's BusyBox tar cannot leave out what the snapshot policy excludes (${excluded.skipped[0]?.path}${more})` };
+  }
+  return { ok: true, excluded };
+}
+
 /**
  * Packs `dir/state` and `dir/workspace` inside the sandbox into one `tar.zst` (symbolic and hard links followed, as
  * a file-by-file copy through the gateway would), downloads it and unpacks it with `readSessionTarball` into `into`
  * (which must not exist). The workspace entries the snapshot policy leaves out are found in the sandbox first and
- * left out of the tarball (`excludedInSandbox`); any other entry it excludes is read past, not written. Both are
- * reported as skipped.
+ * left out of the tarball (`planSessionOut`, unless the caller did that already: `excluded`); any other entry it
+ * excludes is read past, not written. Both are reported as skipped.
  */
 export async function packSessionOut(
   client: GatewayClient,
-  input: { dir: string; into: string; limits: SessionBundleLimits; compression: TarballCompression; signal?: AbortSignal | undefined },
+  input: TarballTools & { dir: string; into: string; limits: SessionBundleLimits; excluded?: ExcludedInSandbox | undefined; signal?: AbortSignal | undefined },
 ): Promise<UnpackedSession> {
   const signal = input.signal;
-  const { name, flag } = tarball(`${TARBALL_DIR}/session-out`, input.compression);
+  let excluded = input.excluded;
+  if (excluded === undefined) {
+    const plan = await planSessionOut(client, input);
+    if (!plan.ok) throw new TransferError('transfer_failed', plan.reason);
+    excluded = plan.excluded;
+  }
+  const name = tarballName(`${TARBALL_DIR}/session-out`, input.compression);
   // A compressed tarball is bounded like a bundle; a plain one like the tar inside a bundle.
   const limit = input.compression === 'zstd' ? input.limits.maxCompressedBytes : input.limits.maxDecompressedTarBytes;
   await client.createDirectory(TARBALL_DIR, { signal });
-  const excluded = await excludedInSandbox(client, input.dir, signal);
   const excludeList = `${TARBALL_DIR}/session-out.exclude`;
-  await client.writeFile(excludeList, Buffer.from(excluded.names.map((n) => `${n}\n`).join('')), { createParents: false }, { signal });
-  await runChecked(
-    client,
-    'set -e; rm -f -- "$1"; tar "$3" -cf "$1" --format=ustar --numeric-owner --owner=0 --group=0 --dereference --hard-dereference ' +
-      '--anchored --no-wildcards -X "$4" -C "$2" state workspace; rm -f -- "$4"',
-    [name, input.dir, flag, excludeList],
-    'packing the session',
-    signal,
-  );
   try {
+    if (input.tar === 'gnu') {
+      await client.writeFile(excludeList, Buffer.from(excluded.names.map((n) => `${n}\n`).join('')), { createParents: false }, { signal });
+      const script =
+        `set -e; rm -f -- "$1"; tar ${gnuFlag(input.compression)} -cf "$1" --format=ustar --numeric-owner --owner=0 --group=0 ` +
+        '--dereference --hard-dereference --anchored --no-wildcards -X "$3" -C "$2" state workspace; rm -f -- "$3"';
+      await runChecked(client, script, [name, input.dir, excludeList], 'packing the session', signal);
+    } else {
+      // BusyBox's tar: links followed (`-h`); hard links stay links, which the reader turns into copies.
+      const script =
+        input.compression === 'zstd'
+          ? 'set -e; rm -f -- "$1" "$1.tar"; trap \'rm -f -- "$1.tar"\' EXIT; tar -c -h -f "$1.tar" -C "$2" state workspace; zstd -q -3 -f -o "$1" -- "$1.tar"'
+          : 'set -e; rm -f -- "$1"; tar -c -h -f "$1" -C "$2" state workspace';
+      await runChecked(client, script, [name, input.dir], 'packing the session', signal);
+    }
     let size: number | undefined;
     for await (const e of client.list(TARBALL_DIR, { signal })) if (e.path === posix.basename(name)) size = e.sizeBytes ?? 0;
     if (size === undefined) throw new TransferError('transfer_failed', 'the packed session is missing in the sandbox');
@@ -225,7 +284,7 @@ export async function packSessionOut(
     }
   } finally {
     await client.deleteFile(name, {}, { signal }).catch(() => undefined);
-    await client.deleteFile(excludeList, {}, { signal }).catch(() => undefined);
+    if (input.tar === 'gnu') await client.deleteFile(excludeList, {}, { signal }).catch(() => undefined);
   }
 }
 
@@ -240,11 +299,7 @@ const MAX_EXCLUDE_LIST_BYTES = 512 * 1024;
  * so are a name with a newline (which an exclude list cannot hold) and whatever is past MAX_EXCLUDE_LIST_BYTES, and
  * the reader skips those.
  */
-async function excludedInSandbox(
-  client: GatewayClient,
-  dir: string,
-  signal: AbortSignal | undefined,
-): Promise<{ names: string[]; skipped: WorkspaceSnapshotReport['excludedEntries'] }> {
+async function excludedInSandbox(client: GatewayClient, dir: string, signal: AbortSignal | undefined): Promise<ExcludedInSandbox> {
   const names = excludedSegmentNames().flatMap((n, i) => [...(i === 0 ? [] : ['-o']), '-iname', n]);
   const tests = ['(', ...names, ')', '-prune', '-o', '-type', 'f', '-iname', '*.log'];
   const script =

@@ -1,6 +1,9 @@
 // The strict, bounded reader of the `tar.zst` (or plain tar) a sandbox packs its session into (sandboxTarball.ts): it
 // is a module of its own because the sandbox's tar is never trusted — every header is checked (USTAR, checksum, type,
-// confined UTF-8 path, quotas) before anything is written, and the snapshot policy is applied on the way in.
+// confined UTF-8 path, quotas) before anything is written, and the snapshot policy is applied on the way in. It reads
+// what GNU tar (`--format=ustar`) and BusyBox's tar write: BusyBox's GNU long names (`L`, `K`, bounded by the path
+// limit) and its hard links (`1`), which become copies of the file named earlier in the same tarball, as GNU tar's
+// `--hard-dereference` would have written them.
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
@@ -29,17 +32,25 @@ function octal(header: Buffer, offset: number, length: number, what: string): nu
   return n;
 }
 
-/** The entry's path: USTAR prefix + name, UTF-8, relative, no `.`/`..`/empty segments, under state/ or workspace/. */
-function entryPath(header: Buffer): { segments: string[]; text: string } {
+function checkMagic(header: Buffer): void {
   const magic = header.subarray(257, 263).toString('latin1');
   if (magic !== 'ustar\u000000' && magic !== 'ustar\u0000') {
     if (header.subarray(257, 265).toString('latin1') !== 'ustar  \u0000') throw new TransferError('transfer_failed', "the sandbox's tarball is not USTAR");
   }
+}
+
+/** The entry's path: a GNU long name when one came before it, else USTAR prefix + name; see `confinedPath`. */
+function entryPath(header: Buffer, longName: Buffer | undefined): { segments: string[]; text: string } {
   const prefix = field(header, 345, 155);
   const name = field(header, 0, 100);
+  return confinedPath(longName ?? (prefix.length > 0 ? Buffer.concat([prefix, Buffer.from('/'), name]) : name));
+}
+
+/** A path of the tarball, UTF-8, relative, no `.`/`..`/empty segments, under state/ or workspace/. */
+function confinedPath(bytes: Buffer): { segments: string[]; text: string } {
   let text: string;
   try {
-    text = fatalUtf8.decode(prefix.length > 0 ? Buffer.concat([prefix, Buffer.from('/'), name]) : name);
+    text = fatalUtf8.decode(bytes);
   } catch {
     throw new TransferError('unsafe_path', "the sandbox's tarball names a path that is not UTF-8");
   }
@@ -69,7 +80,7 @@ export interface ReadSession {
 
 const refuse = (message: string): TransferError => new TransferError('transfer_failed', message);
 
-/** A checked header: its path, type, size, mode and padding. */
+/** A checked header: its path, type, size, mode and padding; for a hard link, the path it names. */
 interface EntryHeader {
   segments: string[];
   text: string;
@@ -77,7 +88,11 @@ interface EntryHeader {
   size: number;
   mode: number;
   pad: number;
+  linkTarget?: { segments: string[]; text: string } | undefined;
 }
+
+/** The GNU long name (`L`) and long link name (`K`) read for the next entry. */
+type LongNames = Partial<Record<'L' | 'K', Buffer>>;
 
 /** One pass over the decompressed tar: headers checked, entries written (or read past), quotas counted. */
 class TarballReader {
@@ -88,9 +103,15 @@ class TarballReader {
   private payloadBytes = 0;
   private entries = 0;
   private zeroBlocks = 0;
+  /** The regular files written so far (path under `into` → size): what a hard link may name. */
+  private readonly files = new Map<string, number>();
+  private longNames: LongNames = {};
   ended = false;
-  /** The entry whose content is being read: where it goes (undefined: read past), how much is left, and the padding. */
-  current: { out: fs.WriteStream | undefined; left: number; pad: number } | undefined;
+  /**
+   * The entry whose content is being read: where it goes (undefined: read past; `long`: kept as the next entry's
+   * name), how much is left, and the padding.
+   */
+  current: { out: fs.WriteStream | undefined; long?: { type: 'L' | 'K'; chunks: Buffer[] }; left: number; pad: number } | undefined;
 
   constructor(
     private readonly into: string,
@@ -122,6 +143,7 @@ class TarballReader {
         const piece = this.pending.subarray(0, take);
         this.pending = this.pending.subarray(take);
         current.left -= take;
+        current.long?.chunks.push(Buffer.from(piece));
         const out = current.out;
         if (out && !out.write(piece)) await new Promise<void>((r) => out.once('drain', () => r()));
         continue;
@@ -141,8 +163,31 @@ class TarballReader {
         continue;
       }
       if (this.zeroBlocks > 0) throw refuse("the sandbox's tarball has a lone zero block");
-      await this.startEntry(checkHeader(header, this.limits, ++this.entries));
+      if (!checksumOk(header)) throw refuse("the sandbox's tarball has a header with a bad checksum");
+      const type = String.fromCharCode(header[156] as number);
+      if (type === 'L' || type === 'K') {
+        this.startLongName(header, type);
+        continue;
+      }
+      const longNames = this.longNames;
+      this.longNames = {};
+      await this.startEntry(checkHeader(header, this.limits, ++this.entries, longNames));
     }
+  }
+
+  /** Whether the tarball ended where an archive may end: after its end blocks, with no entry or long name pending. */
+  complete(): boolean {
+    return this.ended && this.current === undefined && this.longNames.L === undefined && this.longNames.K === undefined;
+  }
+
+  /** A GNU long name or link name (BusyBox writes one for a path over 100 bytes): read, bounded, for the next entry. */
+  private startLongName(header: Buffer, type: 'L' | 'K'): void {
+    checkMagic(header);
+    if (this.longNames[type] !== undefined) throw refuse("the sandbox's tarball has two GNU long names for one entry");
+    const size = octal(header, 124, 12, 'size');
+    // The name and its NUL.
+    if (size === 0 || size > this.limits.maxPathBytes + 1) throw refuse(`the sandbox's tarball has a GNU long name of ${size} bytes: longer than the bundle limits allow`);
+    this.current = { out: undefined, long: { type, chunks: [] }, left: size, pad: (BLOCK - (size % BLOCK)) % BLOCK };
   }
 
   /** Whether the snapshot policy leaves this workspace entry out (recorded in `skipped`; a directory's children too). */
@@ -158,14 +203,16 @@ class TarballReader {
   }
 
   private async startEntry(h: EntryHeader): Promise<void> {
-    const { segments, text, isDir, size, pad, mode } = h;
+    const { segments, text, isDir, pad, mode } = h;
     const excluded = this.excluded(h);
     const target = path.join(this.into, ...segments);
     if (segments.length === 1 && !isDir) throw refuse(`${text} is not a directory`);
     if (excluded || segments.length === 1) {
-      this.current = { out: undefined, left: size, pad };
+      this.current = { out: undefined, left: h.size, pad };
       return;
     }
+    const linked = h.linkTarget === undefined ? undefined : this.linkedFile(h.text, h.linkTarget);
+    const size = linked?.size ?? h.size;
     if (size > this.limits.maxFileBytes) throw refuse(`${text} is ${size} bytes, more than the bundle limit of ${this.limits.maxFileBytes} per file`);
     this.payloadBytes += size;
     if (this.payloadBytes > this.limits.maxPayloadBytes) throw refuse(`the session holds more than ${this.limits.maxPayloadBytes} bytes`);
@@ -173,6 +220,13 @@ class TarballReader {
       await fsp.mkdir(target, { mode: 0o755 }).catch((err: NodeJS.ErrnoException) => {
         if (err.code !== 'EEXIST') throw err;
       });
+      this.current = { out: undefined, left: 0, pad: 0 };
+      return;
+    }
+    this.files.set(segments.join('/'), size);
+    if (linked) {
+      // A copy, as `--hard-dereference` writes it; EXCL: a name that comes twice is refused, as below.
+      await fsp.copyFile(linked.source, target, fs.constants.COPYFILE_EXCL);
       this.current = { out: undefined, left: 0, pad: 0 };
       return;
     }
@@ -185,33 +239,56 @@ class TarballReader {
     });
   }
 
+  /** The file a hard link names: one this tarball carried (and wrote) before the link, else the link is refused. */
+  private linkedFile(text: string, linkTarget: { segments: string[]; text: string }): { source: string; size: number } {
+    const size = this.files.get(linkTarget.segments.join('/'));
+    if (size === undefined) throw refuse(`${text} is a hard link to ${linkTarget.text}, which is not a file the tarball carried before it`);
+    return { source: path.join(this.into, ...linkTarget.segments), size };
+  }
+
   private async finishEntry(): Promise<void> {
+    const long = this.current?.long;
+    if (long) {
+      const bytes = Buffer.concat(long.chunks);
+      const nul = bytes.indexOf(0);
+      const name = nul === -1 ? bytes : bytes.subarray(0, nul);
+      if (name.length === 0) throw refuse("the sandbox's tarball has an empty GNU long name");
+      this.longNames[long.type] = name;
+    }
     const out = this.current?.out;
     this.current = undefined;
     if (out) await new Promise<void>((resolve, reject) => out.end((err?: Error | null) => (err ? reject(err) : resolve())));
   }
 }
 
-/** The header's fields, refused unless it is a file or directory with a good checksum, a confined path and within the limits. */
-function checkHeader(header: Buffer, limits: SessionBundleLimits, entryNumber: number): EntryHeader {
-  if (!checksumOk(header)) throw refuse("the sandbox's tarball has a header with a bad checksum");
+/**
+ * The header's fields (its checksum checked already), refused unless it is a file, a directory or a hard link, with a
+ * confined path (and link target) and within the limits.
+ */
+function checkHeader(header: Buffer, limits: SessionBundleLimits, entryNumber: number, longNames: LongNames): EntryHeader {
+  checkMagic(header);
   const type = String.fromCharCode(header[156] as number);
-  const { segments, text } = entryPath(header);
+  const { segments, text } = entryPath(header, longNames.L);
   const size = octal(header, 124, 12, 'size');
   const mode = octal(header, 100, 8, 'mode');
   const isDir = type === '5';
-  if (!isDir && type !== '0' && type !== '\u0000' && type !== '7') {
+  const isLink = type === '1';
+  if (!isDir && !isLink && type !== '0' && type !== '\u0000' && type !== '7') {
     throw refuse(`${text} is a ${TYPE_NAMES[type] ?? `tar entry of type ${JSON.stringify(type)}`}; only files and directories are carried back`);
   }
   if (isDir && size !== 0) throw refuse(`${text}: a directory entry with content`);
+  if (isLink && size !== 0) throw refuse(`${text}: a hard link entry with content`);
+  if (longNames.K !== undefined && !isLink) throw refuse(`${text}: a GNU long link name before an entry that is not a link`);
+  const linkTarget = isLink ? confinedPath(longNames.K ?? field(header, 157, 100)) : undefined;
   if (entryNumber > limits.maxEntryCount) throw refuse(`the session has more than ${limits.maxEntryCount} entries`);
   if (Buffer.byteLength(text) > limits.maxPathBytes || segments.length - 1 > limits.maxPathDepth) throw refuse(`${text}: the path is longer or deeper than the bundle limits allow`);
-  return { segments, text, isDir, size, mode, pad: (BLOCK - (size % BLOCK)) % BLOCK };
+  return { segments, text, isDir, size, mode, pad: (BLOCK - (size % BLOCK)) % BLOCK, linkTarget };
 }
 
 /**
  * Reads a `tar.zst` made by a sandbox into `into` (which must not exist): regular files (0644, or 0755 when any
- * execute bit is set) and directories under `state/` and `workspace/` only; everything else — links, devices,
+ * execute bit is set) and directories under `state/` and `workspace/` only, a hard link to a file carried before it
+ * as a copy of that file; everything else — symbolic links, devices,
  * extensions, unsafe or non-UTF-8 names, bad checksums, a truncated archive, more than the limits allow — is refused
  * with an error that names it. Workspace entries the snapshot policy excludes are read past and reported.
  */
@@ -225,7 +302,7 @@ export async function readSessionTarball(file: string, into: string, limits: Ses
     const source = fs.createReadStream(file, { highWaterMark: 1024 * 1024 });
     if (compression === 'zstd') await pipeline(source, zlib.createZstdDecompress({ chunkSize: 256 * 1024 }), reader.sink());
     else await pipeline(source, reader.sink());
-    if (!reader.ended || reader.current !== undefined) throw refuse("the sandbox's tarball is truncated");
+    if (!reader.complete()) throw refuse("the sandbox's tarball is truncated");
   } catch (err) {
     reader.current?.out?.destroy();
     await fsp.rm(into, { recursive: true, force: true });

@@ -3,7 +3,7 @@
 // (`checkoutSession`), put that tree into a sandbox (`hydrateInto`) and bring a sandbox's session back as a packed
 // bundle (`captureFrom`). Both directions take the host-directory fast path when the sandbox's root is a directory of
 // this machine (the local runtime, confirmed against the sandbox's own `pwd`), else go file by file through the
-// gateway — or, in a sandbox whose image has GNU tar, as ONE file (zstd-compressed when the image has zstd): an
+// gateway — or, in a sandbox whose image has GNU or BusyBox tar, as ONE file (zstd-compressed when the image has zstd): an
 // activation's session each way (sandboxTarball.ts: the verified bundle unpacked by `tar` in the sandbox; the session
 // packed by `tar` there and read back here by a strict reader), and a revision's workspace into a new sandbox
 // (`checkoutWorkspaceInto`). Whatever comes back from a sandbox goes through `packWorkspace`, the one place the
@@ -25,7 +25,7 @@ import type { ImmutableObjectStore } from '../repository/objectStore';
 import { confirmedHostRoot, placeEntries, placeSession } from './hostPlacement';
 import { copyWorkspaceOutKnown, surveyWorkspace, type KnownWorkspace } from './remoteWorkspace';
 import type { SandboxProvider } from './provider';
-import { packSessionOut, type TarballCompression, type TarballSupport, tarballSupport, unpackBundleIn, unpackWorkspaceIn } from './sandboxTarball';
+import { packSessionOut, planSessionOut, type TarballSupport, type TarballTools, tarballSupport, unpackBundleIn, unpackWorkspaceIn } from './sandboxTarball';
 import { downloadTree, uploadTree } from './transfer';
 
 /** The state identity descriptor of a bundle (spec §1.1): opaque bytes of a media type. */
@@ -60,13 +60,13 @@ export type SessionPlacement =
 export type CaptureStep = 'read-in-place' | 'download' | 'repack' | 'snapshot' | 'pack';
 
 /**
- * How a session crosses the gateway: one tarball each way (`tar.zst`, or plain tar in an image without zstd), or file
- * by file (with the reason tar could not be used).
+ * How a session crosses the gateway: one tarball each way (`tar.zst`, or plain tar in an image without zstd; by the
+ * image's GNU or BusyBox tar), or file by file (with the reason tar could not be used).
  */
-export type SessionTransfer = { how: 'tarball'; compression: TarballCompression } | { how: 'files'; reason: string };
+export type SessionTransfer = ({ how: 'tarball' } & TarballTools) | { how: 'files'; reason: string };
 
 function transferOf(support: TarballSupport): SessionTransfer {
-  return support.ok ? { how: 'tarball', compression: support.compression } : { how: 'files', reason: support.reason };
+  return support.ok ? { how: 'tarball', tar: support.tar, compression: support.compression } : { how: 'files', reason: support.reason };
 }
 
 export interface CaptureBundle {
@@ -199,7 +199,7 @@ export async function checkoutInto(
     const support = await tarballSupport(sandbox.client, signalOf(options));
     options.onTransfer?.(transferOf(support));
     if (support.ok) {
-      const upload = { dir: placement.dir, sessionId: input.sessionId, limits: input.limits, compression: support.compression, scratch: input.scratch, signal: options.signal };
+      const upload = { dir: placement.dir, sessionId: input.sessionId, limits: input.limits, tar: support.tar, compression: support.compression, scratch: input.scratch, signal: options.signal };
       return withCheckpointBundle(input, (bundle) => unpackBundleIn(sandbox.client, bundle, upload));
     }
   }
@@ -223,7 +223,7 @@ export async function checkoutInto(
 
 /**
  * Open Revision in New Sandbox: a revision's workspace into a sandbox nothing has run in yet, as its root. A sandbox
- * without a directory here whose image has GNU tar gets the verified bundle as ONE upload (decompressed here when the
+ * without a directory here whose image has GNU or BusyBox tar gets the verified bundle as ONE upload (decompressed here when the
  * image has no zstd), unpacked by its own tar (sandboxTarball.ts); any other gets the checked-out tree (moved into a
  * local sandbox's directory, else copied file by file).
  */
@@ -239,7 +239,7 @@ export async function checkoutWorkspaceInto(
     const support = await tarballSupport(sandbox.client, signalOf(options));
     options.onTransfer?.(transferOf(support));
     if (support.ok) {
-      const upload = { sessionId: input.sessionId, limits: input.limits, compression: support.compression, scratch: input.scratch, signal: options.signal };
+      const upload = { sessionId: input.sessionId, limits: input.limits, tar: support.tar, compression: support.compression, scratch: input.scratch, signal: options.signal };
       await withCheckpointBundle(input, (bundle) => unpackWorkspaceIn(sandbox.client, bundle, upload));
       return;
     }
@@ -305,11 +305,13 @@ export async function captureFrom(sandbox: SandboxAccess, placement: SessionPlac
     }
     if (sandbox.hostRoot === undefined && placement.kind === 'session') {
       const support = await tarballSupport(sandbox.client, signalOf(options));
-      options.onTransfer?.(transferOf(support));
-      if (support.ok) {
+      const plan = support.ok ? await planSessionOut(sandbox.client, { dir: placement.dir, tar: support.tar, signal: options.signal }) : undefined;
+      options.onTransfer?.(plan?.ok === false ? { how: 'files', reason: plan.reason } : transferOf(support));
+      if (support.ok && plan?.ok) {
         options.onStep?.('repack');
         const into = path.join(work, 'copy');
-        const unpacked = await packSessionOut(sandbox.client, { dir: placement.dir, into, limits: bundle.limits, compression: support.compression, signal: options.signal });
+        const tools = { tar: support.tar, compression: support.compression };
+        const unpacked = await packSessionOut(sandbox.client, { ...tools, dir: placement.dir, into, limits: bundle.limits, excluded: plan.excluded, signal: options.signal });
         // Read here from the sandbox's tarball into a private tree nothing else writes: no snapshot copy of it.
         const packed = await pack(unpacked, true);
         return { ...packed, workspace: withSkipped(packed.workspace, unpacked.skipped) };

@@ -173,11 +173,11 @@ describe('a remote sandbox read against a revision held here (digests computed i
     assert.ok(fs.statSync(path.join(openedRoot, 'same.txt')).mtimeMs >= started - 2_000, "today's mtimes, as a file-by-file copy gives them");
 
     // The same function, counted: one upload (in parts above the gateway's write limit), uncompressed in an image with
-    // GNU tar but no zstd; without tar, one per file.
+    // tar but no zstd, by GNU tar or BusyBox's; without tar, one per file.
     const r1 = await world.repo.checkoutExact({ sessionId: 'remote', revision: 'r1' });
     const checkout = (scratch: string) => ({ objects: world.repo.objects, checkpoint: r1.checkpoint, sessionId: 'remote', limits: DEFAULT_PEOPLE_LIMITS, scratch });
     const bundleBytes = r1.checkpoint.value.compatibilityBundle.bytes;
-    for (const image of ['tar and zstd', 'tar', 'neither'] as const) {
+    for (const image of ['tar and zstd', 'tar', 'neither', 'busybox and zstd', 'busybox'] as const) {
       const noTar = image === 'neither';
       const sandbox = (await world.provider.create(spec, { waitForReady: true })).ref;
       const c = await client(sandbox);
@@ -191,11 +191,11 @@ describe('a remote sandbox read against a revision held here (digests computed i
       if (noTar) {
         assert.deepEqual(transfers, [{ how: 'files', reason: 'the image has no tar' }]);
         assert.equal(c.writes, 10 + 2 * Math.ceil(2_000_000 / (512 * 1024)), 'one write per file of r1: ten small ones, and big.bin and big2.bin in 512 KiB parts');
-      } else if (image === 'tar') {
-        assert.deepEqual(transfers, [{ how: 'tarball', compression: 'none' }]);
+      } else if (image === 'tar' || image === 'busybox') {
+        assert.deepEqual(transfers, [{ how: 'tarball', tar: image === 'tar' ? 'gnu' : 'busybox', compression: 'none' }]);
         assert.ok(c.writes < 12, 'one uncompressed tar, in parts');
       } else {
-        assert.deepEqual(transfers, [{ how: 'tarball', compression: 'zstd' }]);
+        assert.deepEqual(transfers, [{ how: 'tarball', tar: image === 'tar and zstd' ? 'gnu' : 'busybox', compression: 'zstd' }]);
         assert.equal(c.writes, bundleBytes <= 786_000 ? 1 : Math.ceil(bundleBytes / (512 * 1024)));
       }
       await sameAsR1(sandbox);
