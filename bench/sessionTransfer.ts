@@ -5,8 +5,10 @@
 // bundle uploaded and unpacked by the sandbox's tar, or the checked-out tree copied file by file); out: `captureFrom`
 // (packed by the sandbox's tar, downloaded, read strictly and packed by our codec — or copied out file by file, then
 // packed). The sandbox's creation is not counted. Real parts: the local gateway daemon (process backend), the file
-// repository, this machine's GNU tar and Debian's BusyBox (its applets alone on the commands' PATH).
-// Run: npx tsx bench/sessionTransfer.ts [--runs N] [--only 1mb|100mb]
+// repository, this machine's GNU tar and Debian's BusyBox (its applets alone on the commands' PATH). `--rtt-ms N`
+// puts N ms before every gateway call, as a network's round trip would (a cluster's port-forward): what a transfer's
+// number of calls costs there.
+// Run: npx tsx bench/sessionTransfer.ts [--runs N] [--only 1mb|100mb] [--rtt-ms N]
 import fs from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -30,7 +32,7 @@ async function timed<T>(work: () => Promise<T>): Promise<[number, T]> {
 /** The images, the baseline (no tar: file by file) last. */
 const IMAGES: ImageTools[] = ['tar and zstd', 'tar', 'busybox and zstd', 'busybox', 'neither'];
 
-async function benchSize(label: string, files: number, bytes: number, runs: number): Promise<void> {
+async function benchSize(label: string, files: number, bytes: number, runs: number, rttMs: number): Promise<void> {
   const world = await createActivationWorld();
   try {
     const tree = path.join(world.dir, 'tree');
@@ -45,6 +47,7 @@ async function benchSize(label: string, files: number, bytes: number, runs: numb
         const connection = await world.provider.open(sandbox);
         const client = new ImageClient({ endpoint: connection.endpoint, token: connection.token });
         client.tools = image;
+        client.roundTripMs = rttMs;
         const scratch = fs.mkdtempSync(path.join(world.dir, 'scratch-'));
         const access = { client, hostRoot: undefined };
         const placement = { kind: 'session', dir: 'session' } as const;
@@ -66,7 +69,7 @@ async function benchSize(label: string, files: number, bytes: number, runs: numb
     }
     const base = times.get('neither') as { in: number[]; out: number[] };
     const [baseIn, baseOut] = [median(base.in), median(base.out)];
-    console.log(`${label}: ${files} files, ${(written / 1e6).toFixed(1)} MB; ${runs} runs each, medians; × = against file by file (no tar in the image)`);
+    console.log(`${label}: ${files} files, ${(written / 1e6).toFixed(1)} MB; ${rttMs} ms before each gateway call; ${runs} runs each, medians; × = against file by file (no tar in the image)`);
     for (const image of IMAGES) {
       const t = times.get(image) as { in: number[]; out: number[]; how: SessionTransfer[] };
       const how = t.how[0]?.how === 'tarball' ? `${t.how[0].tar} tar, ${t.how[0].compression === 'zstd' ? 'tar.zst' : 'plain tar'}` : 'file by file';
@@ -82,10 +85,10 @@ async function benchSize(label: string, files: number, bytes: number, runs: numb
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { runs: { type: 'string', default: '3' }, only: { type: 'string' } } });
-  const runs = Number(values.runs);
-  if (values.only !== '100mb') await benchSize('1mb', 50, 1_000_000, runs);
-  if (values.only !== '1mb') await benchSize('100mb', 2000, 100_000_000, runs);
+  const { values } = parseArgs({ options: { runs: { type: 'string', default: '3' }, only: { type: 'string' }, 'rtt-ms': { type: 'string', default: '0' } } });
+  const [runs, rttMs] = [Number(values.runs), Number(values['rtt-ms'])];
+  if (values.only !== '100mb') await benchSize('1mb', 50, 1_000_000, runs, rttMs);
+  if (values.only !== '1mb') await benchSize('100mb', 2000, 100_000_000, runs, rttMs);
 }
 
 main().catch((err: unknown) => {

@@ -24,7 +24,7 @@ import { inspectSessionBundle } from '../bundle';
 import { classifyWorkspacePath, excludedSegmentNames } from '../bundle/snapshotPolicy';
 import { createBundleZstdDecompressor } from '../bundle/zstdFrame';
 import { readSessionTarball } from './tarballReader';
-import { downloadFile, TransferError, uploadFile } from './transfer';
+import { fileParts, TransferError, uploadFile } from './transfer';
 
 export { readSessionTarball } from './tarballReader';
 
@@ -233,8 +233,8 @@ export async function planSessionOut(
 
 /**
  * Packs `dir/state` and `dir/workspace` inside the sandbox into one `tar.zst` (symbolic and hard links followed, as
- * a file-by-file copy through the gateway would), downloads it and unpacks it with `readSessionTarball` into `into`
- * (which must not exist). The workspace entries the snapshot policy leaves out are found in the sandbox first and
+ * a file-by-file copy through the gateway would), and reads it with `readSessionTarball` into `into` (which must not
+ * exist) as it downloads. The workspace entries the snapshot policy leaves out are found in the sandbox first and
  * left out of the tarball (`planSessionOut`, unless the caller did that already: `excluded`); any other entry it
  * excludes is read past, not written. Both are reported as skipped.
  */
@@ -274,14 +274,10 @@ export async function packSessionOut(
     if (size === undefined) throw new TransferError('transfer_failed', 'the packed session is missing in the sandbox');
     if (size > limit) throw new TransferError('transfer_failed', `the packed session is ${size} bytes, more than the bundle limit of ${limit}`);
     await fsp.mkdir(input.into, { mode: 0o700 });
-    const file = path.join(input.into, posix.basename(name));
-    await downloadFile(client, name, file, size, { signal });
-    try {
-      const unpacked = await readSessionTarball(file, path.join(input.into, 'tree'), input.limits, input.compression);
-      return { ...unpacked, skipped: [...excluded.skipped, ...unpacked.skipped], transferredBytes: size };
-    } finally {
-      await fsp.rm(file, { force: true });
-    }
+    // Read as it arrives: the reader writes the session while the next parts are on their way, and no copy of the
+    // tarball is kept here.
+    const unpacked = await readSessionTarball(fileParts(client, name, size, { signal }), path.join(input.into, 'tree'), input.limits, input.compression);
+    return { ...unpacked, skipped: [...excluded.skipped, ...unpacked.skipped], transferredBytes: size };
   } finally {
     await client.deleteFile(name, {}, { signal }).catch(() => undefined);
     if (input.tar === 'gnu') await client.deleteFile(excludeList, {}, { signal }).catch(() => undefined);

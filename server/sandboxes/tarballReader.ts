@@ -7,7 +7,7 @@
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import { Transform } from 'node:stream';
+import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import zlib from 'node:zlib';
 import type { SessionBundleLimits, WorkspaceSnapshotReport } from '../../protocol/bundle';
@@ -286,20 +286,25 @@ function checkHeader(header: Buffer, limits: SessionBundleLimits, entryNumber: n
 }
 
 /**
- * Reads a `tar.zst` made by a sandbox into `into` (which must not exist): regular files (0644, or 0755 when any
+ * Reads a `tar.zst` made by a sandbox — a file here, or its bytes as they arrive — into `into` (which must not exist): regular files (0644, or 0755 when any
  * execute bit is set) and directories under `state/` and `workspace/` only, a hard link to a file carried before it
  * as a copy of that file; everything else — symbolic links, devices,
  * extensions, unsafe or non-UTF-8 names, bad checksums, a truncated archive, more than the limits allow — is refused
  * with an error that names it. Workspace entries the snapshot policy excludes are read past and reported.
  */
-export async function readSessionTarball(file: string, into: string, limits: SessionBundleLimits, compression: 'zstd' | 'none' = 'zstd'): Promise<ReadSession> {
+export async function readSessionTarball(
+  tarball: string | AsyncIterable<Buffer>,
+  into: string,
+  limits: SessionBundleLimits,
+  compression: 'zstd' | 'none' = 'zstd',
+): Promise<ReadSession> {
   await fsp.mkdir(into, { mode: 0o700 });
   await fsp.mkdir(path.join(into, 'state'), { mode: 0o700 });
   await fsp.mkdir(path.join(into, 'workspace'), { mode: 0o755 });
   const reader = new TarballReader(into, limits);
   try {
     // Output in 256 KiB chunks: Node's default of 16 KiB makes decompressing about three times slower.
-    const source = fs.createReadStream(file, { highWaterMark: 1024 * 1024 });
+    const source = typeof tarball === 'string' ? fs.createReadStream(tarball, { highWaterMark: 1024 * 1024 }) : Readable.from(tarball, { objectMode: false });
     if (compression === 'zstd') await pipeline(source, zlib.createZstdDecompress({ chunkSize: 256 * 1024 }), reader.sink());
     else await pipeline(source, reader.sink());
     if (!reader.complete()) throw refuse("the sandbox's tarball is truncated");

@@ -153,17 +153,38 @@ export async function uploadFile(client: GatewayClient, file: string, remote: st
   else await uploadLarge(client, file, remote, options.signal);
 }
 
-/** Copies the sandbox's file `remote` of `size` bytes to `target` (which must not exist). */
-export async function downloadFile(client: GatewayClient, remote: string, target: string, size: number, options: { signal?: AbortSignal } = {}): Promise<void> {
+/**
+ * A file of the sandbox of `size` bytes (as listed) as its bytes in order: one read when it fits one gateway call,
+ * else CHUNK parts (ranged reads, or `dd` where the gateway has none) with PARTS_IN_FLIGHT of them read ahead of the
+ * consumer — which works on each part while the next ones arrive, with at most that many parts held here. A part of
+ * another length than the listing promised (the file changed while it was read) fails the stream.
+ */
+export async function* fileParts(client: GatewayClient, remote: string, size: number, options: { signal?: AbortSignal | undefined } = {}): AsyncGenerator<Buffer> {
   const { signal } = options;
-  const first = await client.read(remote, { maxBytes: GatewayLimits.maxReadBytes }, { signal });
-  if (!first.truncated) {
-    if (first.contents.length !== size) throw new TransferError('transfer_failed', `${remote} changed while it was copied (${first.contents.length} of ${size} bytes)`);
-    await fsp.writeFile(target, first.contents, { flag: 'wx', mode: 0o600 });
+  if (size <= GatewayLimits.maxReadBytes) {
+    const whole = await client.read(remote, { maxBytes: GatewayLimits.maxReadBytes }, { signal });
+    if (whole.truncated || whole.contents.length !== size) throw new TransferError('transfer_failed', `${remote} changed while it was copied (${whole.contents.length} of ${size} bytes)`);
+    yield whole.contents;
     return;
   }
   const ranged = (await client.status({ signal })).capabilities?.rangedReads === true;
-  await downloadLarge(client, remote, target, size, ranged, signal);
+  const offsets = Array.from({ length: Math.ceil(size / CHUNK) }, (_, i) => i * CHUNK);
+  const ahead: Promise<Buffer>[] = [];
+  let next = 0;
+  const readAhead = (): void => {
+    while (ahead.length < PARTS_IN_FLIGHT && next < offsets.length) {
+      const offset = offsets[next++] as number;
+      const part = readPart(client, remote, offset, Math.min(CHUNK, size - offset), ranged, signal);
+      part.catch(() => undefined); // awaited in order below; a consumer that stopped early leaves the rest unawaited
+      ahead.push(part);
+    }
+  };
+  readAhead();
+  for (let part = ahead.shift(); part !== undefined; part = ahead.shift()) {
+    const bytes = await part;
+    readAhead();
+    yield bytes;
+  }
 }
 
 /**
@@ -335,26 +356,26 @@ async function downloadLarge(client: GatewayClient, remote: string, target: stri
       PARTS_IN_FLIGHT,
       async (offset) => {
         const length = Math.min(CHUNK, size - offset);
-        let chunk: Buffer;
-        if (ranged) {
-          chunk = (await client.read(remote, { maxBytes: length, offset, length }, { signal })).contents;
-        } else {
-          const block = 4096;
-          chunk = await runChecked(
-            client,
-            ['dd', `if=${remote}`, `bs=${block}`, `skip=${offset / block}`, `count=${Math.ceil(length / block)}`, 'status=none'],
-            `reading ${remote}`,
-            signal,
-          );
-        }
-        if (chunk.length !== length) {
-          throw new TransferError('transfer_failed', `${remote} changed while it was copied (${chunk.length} of ${length} bytes at offset ${offset})`);
-        }
-        await handle.write(chunk, 0, length, offset);
+        await handle.write(await readPart(client, remote, offset, length, ranged, signal), 0, length, offset);
       },
       signal,
     );
   } finally {
     await handle.close();
   }
+}
+
+/** `length` bytes of `remote` at `offset` (a multiple of 4096): a ranged read, or `dd` where the gateway has none. */
+async function readPart(client: GatewayClient, remote: string, offset: number, length: number, ranged: boolean, signal?: AbortSignal): Promise<Buffer> {
+  let chunk: Buffer;
+  if (ranged) {
+    chunk = (await client.read(remote, { maxBytes: length, offset, length }, { signal })).contents;
+  } else {
+    const block = 4096;
+    chunk = await runChecked(client, ['dd', `if=${remote}`, `bs=${block}`, `skip=${offset / block}`, `count=${Math.ceil(length / block)}`, 'status=none'], `reading ${remote}`, signal);
+  }
+  if (chunk.length !== length) {
+    throw new TransferError('transfer_failed', `${remote} changed while it was copied (${chunk.length} of ${length} bytes at offset ${offset})`);
+  }
+  return chunk;
 }

@@ -9,7 +9,7 @@ import { GatewayClient } from '../../../protocol/kruntimes/gatewayClient';
 import { stopGateway } from '../../../server/gateway/daemonClient';
 import { createLogger } from '../../../server/log';
 import { LocalSandboxProvider } from '../../../server/sandboxes/localProvider';
-import { downloadFile, downloadTree, uploadFile, uploadTree } from '../../../server/sandboxes/transfer';
+import { downloadTree, fileParts, uploadFile, uploadTree } from '../../../server/sandboxes/transfer';
 
 const REPO = path.resolve(__dirname, '../../..');
 
@@ -107,7 +107,7 @@ describe('sandbox tree transfer (real local gateway)', function () {
     assert.ok(back.contents.every((b) => b === 7));
   });
 
-  it('a large download arrives byte for byte by ranged reads or by dd, and a range that comes back short is refused', async () => {
+  it('a large file read as parts in order arrives byte for byte by ranged reads or by dd, a few parts read ahead; a range that comes back short is refused', async () => {
     const big = Buffer.alloc(2_700_000);
     for (let i = 0; i < big.length; i++) big[i] = (i * 13 + (i >> 10)) & 0xff;
     const local = path.join(work, 'big-down.bin');
@@ -122,7 +122,9 @@ describe('sandbox tree transfer (real local gateway)', function () {
         const status = await super.status(...args);
         return { ...status, capabilities: { ...status.capabilities, rangedReads: this.ranged } };
       }
+      started = 0;
       override async read(...args: Parameters<GatewayClient['read']>): ReturnType<GatewayClient['read']> {
+        this.started += 1;
         const got = await super.read(...args);
         return short.at !== undefined && args[1]?.offset === short.at ? { ...got, contents: got.contents.subarray(0, got.contents.length - 1) } : got;
       }
@@ -130,9 +132,17 @@ describe('sandbox tree transfer (real local gateway)', function () {
     for (const ranged of [true, false]) {
       const c = new Client(ranged);
       try {
-        const target = path.join(work, `down-${ranged}`);
-        await downloadFile(c, 'big-down.bin', target, big.length);
-        assert.ok(fs.readFileSync(target).equals(big), `${ranged ? 'ranged reads' : 'dd'}: the same bytes`);
+        const parts: Buffer[] = [];
+        let mostAhead = 0;
+        for await (const part of fileParts(c, 'big-down.bin', big.length)) {
+          parts.push(part);
+          if (ranged) mostAhead = Math.max(mostAhead, c.started - parts.length);
+          // A slow consumer: the reads ahead stay bounded meanwhile.
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        }
+        assert.ok(Buffer.concat(parts).equals(big), `${ranged ? 'ranged reads' : 'dd'}: the same bytes, in order`);
+        assert.equal(parts.length, Math.ceil(big.length / (512 * 1024)));
+        if (ranged) assert.ok(mostAhead >= 1 && mostAhead <= 4, `parts read ahead of the consumer: ${mostAhead}`);
       } finally {
         await c.close();
       }
@@ -140,7 +150,9 @@ describe('sandbox tree transfer (real local gateway)', function () {
     short.at = 512 * 1024 * 2;
     const c = new Client(true);
     try {
-      await assert.rejects(downloadFile(c, 'big-down.bin', path.join(work, 'down-short'), big.length), /changed while it was copied/);
+      await assert.rejects(async () => {
+        for await (const part of fileParts(c, 'big-down.bin', big.length)) assert.ok(part.length > 0);
+      }, /changed while it was copied/);
     } finally {
       await c.close();
     }
