@@ -191,7 +191,7 @@ export const sessionMethods = {
       "What a sandbox's workspace changed since a retained revision: the workspace is captured as `sessions/saveSandbox` " +
       "would capture it (same policy, nothing committed) and its files compared with the revision's `workspace/`, by " +
       'size and mode, then byte for byte — for a sandbox without a directory on this machine, by the SHA-256 computed in ' +
-      'the sandbox (nothing is copied out but symbolic links, or everything of that size when the image has no GNU ' +
+      'the sandbox (nothing is copied out but symbolic links, or everything of that size when the image has no ' +
       '`sha256sum`). Exactly what a save on that revision would change.',
     params: withProgressToken(z.object({ sandbox: SandboxRefSchema, sessionId: IdentifierSchema, revision: RevisionSchema })),
     result: WorkspaceChangesSchema,

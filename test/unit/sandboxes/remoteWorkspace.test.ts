@@ -123,7 +123,7 @@ describe('a remote sandbox read against a revision held here (digests computed i
     assert.deepEqual(fs.readdirSync(os.tmpdir()).filter((n) => n.startsWith('sandbox-sessions-changes-')), [], 'nothing left behind');
   });
 
-  it('copies what digests cannot judge: a symbolic link, and every same-size file in an image without sha256sum', async () => {
+  it('copies what digests cannot judge: a symbolic link, and every same-size file in an image without sha256sum; BusyBox\'s judges by lines', async () => {
     write('target.txt', 'same\n');
     fs.symlinkSync('same.txt', path.join(root, 'latest'));
     const c = await client();
@@ -140,6 +140,14 @@ describe('a remote sandbox read against a revision held here (digests computed i
       assert.equal(copied.judged.size, 0);
       assert.deepEqual(new Set(c.readPaths), new Set(['latest', 'same.txt', 'empty.txt', 'big.bin', 'big2.bin', '-dash.txt', "it's $HOME.txt", 'a  b.txt', '深/好.txt', 'samesize.txt']));
       assert.equal(fs.readFileSync(path.join(copied.workspaceRoot, 'big.bin')).equals(big(7)), true, 'a large file is copied whole');
+
+      // BusyBox's sha256sum (no -z, as in Alpine) judges them all the same, by lines.
+      c.noSha256sum = false;
+      c.tools = 'busybox';
+      c.readPaths = [];
+      const byLines = await outlineWorkspace(c, await surveyWorkspace(c, base), path.join(world.dir, 'outline-5'));
+      assert.deepEqual(c.readPaths, ['latest'], 'only the link is read, as with GNU sha256sum');
+      assert.equal(byLines.judged.size, linked.judged.size);
     } finally {
       await c.close();
     }

@@ -1,5 +1,6 @@
-// Hashing files inside a sandbox: what a sandbox answers is not trusted. A real `sha256sum -z` through a real local
-// gateway for the ordinary answers; a client playing a sandbox for the answers no honest GNU sha256sum gives.
+// Hashing files inside a sandbox: what a sandbox answers is not trusted. A real `sha256sum -z` (GNU) and a real
+// BusyBox `sha256sum` (no `-z`: a line per file, as in Alpine) through a real local gateway for the ordinary answers;
+// a client playing a sandbox for the answers no honest sha256sum gives.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
@@ -7,6 +8,7 @@ import path from 'node:path';
 import { GatewayClient, type CommandOutput } from '../../../protocol/kruntimes/gatewayClient';
 import { sha256InSandbox } from '../../../server/sandboxes/sandboxDigests';
 import { createActivationWorld, type ActivationWorld } from '../../fixtures/activation/harness';
+import { ImageClient } from '../../fixtures/sandboxes/imageClient';
 
 const sha = (text: string) => createHash('sha256').update(text).digest('hex');
 
@@ -22,6 +24,7 @@ describe('SHA-256 computed in a sandbox', function () {
   let world: ActivationWorld;
   let root: string;
   let client: GatewayClient;
+  let busybox: ImageClient;
 
   before(async () => {
     world = await createActivationWorld();
@@ -29,10 +32,13 @@ describe('SHA-256 computed in a sandbox', function () {
     root = (await world.provider.hostDirectory(sandbox.ref)) as string;
     const connection = await world.provider.open(sandbox.ref);
     client = new GatewayClient({ endpoint: connection.endpoint, token: connection.token });
+    busybox = new ImageClient({ endpoint: connection.endpoint, token: connection.token });
+    busybox.tools = 'busybox';
   });
 
   after(async () => {
     await client?.close();
+    await busybox?.close();
     await world?.dispose();
   });
 
@@ -45,9 +51,21 @@ describe('SHA-256 computed in a sandbox', function () {
     assert.ok(digests !== undefined);
     assert.equal(digests.size, names.length, 'a path that is gone or a directory is left out');
     for (const n of names) assert.equal(digests.get(n), sha(`content of ${n}`), n);
+
+    // BusyBox's sha256sum has no -z: one line per file, so the names a line cannot hold (and a backslash, which GNU's
+    // would escape there) are left for the caller to read.
+    fs.writeFileSync(path.join(root, 'back\\slash'), 'content of back\\slash');
+    const commands = busybox.commands.length;
+    const lines = await sha256InSandbox(busybox, [...names, 'back\\slash', 'gone.txt', 'many']);
+    assert.ok(lines !== undefined);
+    assert.deepEqual([...lines.keys()].sort(), names.filter((n) => n !== 'new\nline').sort(), 'all but the names with a newline or a backslash');
+    for (const [n, digest] of lines) assert.equal(digest, sha(`content of ${n}`), n);
+    const run = busybox.commands.slice(commands);
+    assert.deepEqual(run[0]?.slice(0, 2), ['sha256sum', '-z'], 'asked with -z first');
+    assert.ok(run.slice(1).every((argv) => !argv.includes('-z') && !argv.includes('./new\nline') && !argv.includes('./back\\slash')), 'then by lines, never about those two');
   });
 
-  it('answers undefined when the sandbox cannot hash: no sha256sum, or one without -z', async () => {
+  it('answers undefined when the sandbox cannot hash: no sha256sum, or one that refuses what it is asked', async () => {
     assert.equal(await sha256InSandbox(playing(() => ({ exitCode: 127, stderr: Buffer.from('sh: sha256sum: not found') })), ['a']), undefined);
     assert.equal(await sha256InSandbox(playing(() => ({ exitCode: 1, stderr: Buffer.from('sha256sum: unrecognized option: z') })), ['a']), undefined);
   });
@@ -60,5 +78,13 @@ describe('SHA-256 computed in a sandbox', function () {
     assert.equal(await lying(`${sha('x').slice(0, 60)}  ./a.txt\0`), undefined, 'too short');
     assert.deepEqual(await lying(`${sha('x')}  ./a.txt\0`), new Map([['a.txt', sha('x')]]));
     assert.deepEqual(await lying(`${sha('x')} *./a.txt\0`), new Map([['a.txt', sha('x')]]), 'binary mode marker');
+
+    // A sha256sum without -z, answering lines: the same distrust.
+    const byLines = (stdout: string, asked = ['a.txt']) =>
+      sha256InSandbox(playing((argv) => (argv.includes('-z') ? { exitCode: 1, stderr: Buffer.from('sha256sum: unrecognized option: z') } : { stdout: Buffer.from(stdout) })), asked);
+    assert.deepEqual(await byLines(`${sha('x')}  ./a.txt\n`), new Map([['a.txt', sha('x')]]));
+    assert.equal(await byLines(`${sha('x')}  ./a.txt\n${sha('y')}  ./b.txt\n`), undefined, 'a line about a file not asked');
+    assert.equal(await byLines(`${sha('x')}  ./a.txt\0`), undefined, 'a NUL where a line ends');
+    assert.deepEqual(await byLines('', ['a\nb']), new Map(), 'a name with a newline is never asked about');
   });
 });
