@@ -10,7 +10,7 @@
 // single call each way; the bundle is decompressed here for it. BusyBox's tar (Alpine and other small images) has no
 // `--zstd`, exclude list or `--hard-dereference`: the `zstd` program runs beside it on a file of its own, its hard
 // links are read as copies (tarballReader.ts), and a session it would have to leave something out of goes file by
-// file instead (`tarballOut`).
+// file instead (`planSessionOut`).
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';

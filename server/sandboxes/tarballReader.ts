@@ -32,6 +32,7 @@ function octal(header: Buffer, offset: number, length: number, what: string): nu
   return n;
 }
 
+/** Refuses a header that is neither USTAR's nor GNU tar's (`ustar  \0`, which BusyBox writes too). */
 function checkMagic(header: Buffer): void {
   const magic = header.subarray(257, 263).toString('latin1');
   if (magic !== 'ustar\u000000' && magic !== 'ustar\u0000') {
