@@ -404,13 +404,15 @@ export class ActivationRunner {
     knownDigests: ReadonlyMap<string, KnownDigest>,
   ): Promise<PackedWorkspace> {
     const { sessionId, activationId } = request;
-    const steps: Record<CaptureStep, [string, string]> = {
+    // How the session crosses the gateway, told before the step that moves it: the image's tar, or why file by file.
+    let transfer: SessionTransfer | undefined;
+    const steps = (): Record<CaptureStep, [string, string]> => ({
       'read-in-place': ['download', "reading state and workspace in the sandbox's directory"],
-      download: ['download', 'copying state and workspace out of the sandbox, file by file'],
-      repack: ['download', 'packing state and workspace with tar in the sandbox and downloading them as one file'],
+      download: ['download', `copying state and workspace out of the sandbox, file by file${transfer?.how === 'files' ? ` (${transfer.reason})` : ''}`],
+      repack: ['download', `packing state and workspace with ${transfer?.how === 'tarball' ? tarName(transfer.tar) : 'tar'} in the sandbox and downloading them as one file`],
       snapshot: ['snapshot', 'applying the workspace policy'],
       pack: ['pack', 'packing the session'],
-    };
+    });
     return captureFrom(
       sandbox,
       { kind: 'session', dir: REMOTE.session },
@@ -423,7 +425,7 @@ export class ActivationRunner {
       },
       // The agent has exited, and the runtime kills whatever a command leaves behind: nothing runs in the sandbox
       // any more (and pack refuses a change if that promise were broken), so its directory is packed in place.
-      { scratch, signal: ctx.signal, onStep: (step) => ctx.progress(...steps[step]), quiet: true, knownDigests },
+      { scratch, signal: ctx.signal, onTransfer: (t) => (transfer = t), onStep: (step) => ctx.progress(...steps()[step]), quiet: true, knownDigests },
     );
   }
 

@@ -151,7 +151,8 @@ describe('activation runner (real local gateway, fresh sandboxes)', function () 
       };
       const runner = world.runner();
       const how: string[] = [];
-      const onProgress = (phase: string, text?: string): void => void (phase === 'hydrate' && how.push(text ?? ''));
+      const out: string[] = [];
+      const onProgress = (phase: string, text?: string): void => void (phase === 'hydrate' ? how.push(text ?? '') : phase === 'download' && out.push(text ?? ''));
       assert.equal((await runner.run(message('paths', 'p1', 'by directory'), { onProgress })).commit, 'committed');
       assert.equal(placed.length, 1, 'the local sandbox offered its directory');
       assert.deepEqual(how, ["hydrating the session in the sandbox's directory"]);
@@ -162,6 +163,7 @@ describe('activation runner (real local gateway, fresh sandboxes)', function () 
       assert.equal(second.commit, 'committed');
       // No directory here: the image has tar and zstd, so the bundle goes in as one file, unpacked by tar.
       assert.deepEqual(how.slice(1), ['uploading the session bundle as one file and unpacking it with tar in the sandbox']);
+      assert.deepEqual(out.slice(-1), ['packing state and workspace with tar in the sandbox and downloading them as one file']);
       assert.deepEqual(response(second).history, ['by directory'], 'the turn placed by directory reached the gateway-fed turn');
 
       provider.hostDirectory = original;
