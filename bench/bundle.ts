@@ -185,6 +185,13 @@ async function main(): Promise<void> {
   }
 }
 
+/** How long `work` took (ms), and what it gave. */
+export async function timed<T>(work: () => Promise<T>): Promise<[number, T]> {
+  const t0 = process.hrtime.bigint();
+  const result = await work();
+  return [Number(process.hrtime.bigint() - t0) / 1e6, result];
+}
+
 export function median(xs: readonly number[]): number {
   const sorted = [...xs].sort((a, b) => a - b);
   const mid = Math.floor(sorted.length / 2);

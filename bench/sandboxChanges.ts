@@ -28,15 +28,8 @@ import { compareSandboxWithRevision } from '../server/sessions/sandboxChanges';
 import { SandboxSessionService } from '../server/sessions/sandboxSessions';
 import { createActivationWorld, quietLogger } from '../test/fixtures/activation/harness';
 import { ImageClient } from '../test/fixtures/sandboxes/imageClient';
-import { generateTree } from './bundle';
+import { generateTree, median, timed } from './bundle';
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
-
-async function timed<T>(work: () => Promise<T>): Promise<[number, T]> {
-  const t0 = process.hrtime.bigint();
-  const result = await work();
-  return [Number(process.hrtime.bigint() - t0) / 1e6, result];
-}
 
 async function benchSize(label: string, files: number, bytes: number, runs: number): Promise<void> {
   const world = await createActivationWorld();

@@ -19,15 +19,8 @@ import { captureFrom, checkoutInto, type SessionTransfer } from '../server/sandb
 import { createActivationWorld } from '../test/fixtures/activation/harness';
 import { fixturePackOptions, GOLDEN } from '../test/fixtures/bundle/goldenFixture';
 import { ImageClient, type ImageTools } from '../test/fixtures/sandboxes/imageClient';
-import { generateTree } from './bundle';
+import { generateTree, median, timed } from './bundle';
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
-
-async function timed<T>(work: () => Promise<T>): Promise<[number, T]> {
-  const t0 = process.hrtime.bigint();
-  const result = await work();
-  return [Number(process.hrtime.bigint() - t0) / 1e6, result];
-}
 
 /** The images, the baseline (no tar: file by file) last. */
 const IMAGES: ImageTools[] = ['tar and zstd', 'tar', 'busybox and zstd', 'busybox', 'neither'];

@@ -19,6 +19,9 @@ const RECORD = /^([0-9a-f]{64}) [ *]/;
 /** How the sandbox's sha256sum answers: NUL-terminated records (`-z`), or one line per file. */
 type Records = 'nul' | 'lines';
 
+/** How each sandbox's sha256sum answered last (comparisons repeat while a sandbox changes): asked that way first. */
+const answers = new WeakMap<GatewayClient, Records>();
+
 /**
  * Hashes `paths` (relative to the sandbox's root, where its commands start) in the sandbox. Answers path → lowercase
  * hex digest for every file it could read — a path that is gone or not a regular file is left out, and so, where
@@ -29,14 +32,15 @@ export async function sha256InSandbox(client: GatewayClient, paths: readonly str
   const digests = new Map<string, string>();
   const [first, ...rest] = batchesOf(paths);
   if (first === undefined) return digests;
-  // The first batch tells which answer the sandbox's sha256sum gives: `-z`, or else lines.
-  let records: Records = 'nul';
+  // The first batch tells which answer the sandbox's sha256sum gives (`-z`, or else lines), unless it told already.
+  let records: Records = answers.get(client) ?? 'nul';
   let answered = await hashBatch(client, first, records, signal);
-  if (answered === undefined) {
+  if (answered === undefined && records === 'nul') {
     records = 'lines';
     answered = await hashBatch(client, first, records, signal);
-    if (answered === undefined) return undefined;
   }
+  if (answered === undefined) return undefined;
+  answers.set(client, records);
   let unable = false;
   const keep = (found: Map<string, string>) => {
     for (const [p, digest] of found) digests.set(p, digest);

@@ -63,6 +63,10 @@ describe('SHA-256 computed in a sandbox', function () {
     const run = busybox.commands.slice(commands);
     assert.deepEqual(run[0]?.slice(0, 2), ['sha256sum', '-z'], 'asked with -z first');
     assert.ok(run.slice(1).every((argv) => !argv.includes('-z') && !argv.includes('./new\nline') && !argv.includes('./back\\slash')), 'then by lines, never about those two');
+    // Asked again (a comparison repeats while the sandbox changes): by lines at once.
+    const again = busybox.commands.length;
+    assert.deepEqual(await sha256InSandbox(busybox, ['-n', "it's"]), new Map([['-n', sha('content of -n')], ["it's", sha("content of it's")]]));
+    assert.deepEqual(busybox.commands.slice(again).map((argv) => argv.includes('-z')), [false], 'one command, without -z');
   });
 
   it('answers undefined when the sandbox cannot hash: no sha256sum, or one that refuses what it is asked', async () => {
