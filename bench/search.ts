@@ -6,8 +6,10 @@
 // grep as one command through a real local gateway's session (stream, parse, filter); with --simulator,
 // through the kruntimes cluster simulator's gateway (era D: the Console over HTTPS, the command over
 // `operations:ws`, a Run created through its Kubernetes API; its sandboxes run on this machine, so the
-// tree is generated in the sandbox's folder and grep -rn runs on that same tree).
-// Run: npx tsx bench/search.ts [--small] [--runs N] [--gateway | --simulator]   (--small: 1,000 files / 20 MB)
+// tree is generated in the sandbox's folder and grep -rn runs on that same tree). With --gateway --busybox the
+// sandbox's commands see nothing but BusyBox's applets (an Alpine image: its search runs without find -printf or grep
+// -Z/-I), and the same search also walks the gateway's file API (what such an image had before).
+// Run: npx tsx bench/search.ts [--small] [--runs N] [--gateway [--busybox] | --simulator]   (--small: 1,000 files / 20 MB)
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -18,8 +20,12 @@ import { GatewayClient } from '../protocol/kruntimes/gatewayClient';
 import { stopGateway } from '../server/gateway/daemonClient';
 import { createLogger } from '../server/log';
 import { LocalSandboxProvider } from '../server/sandboxes/localProvider';
+import { gatewayTree } from '../server/search/gatewayTree';
+import { SearchRun } from '../server/search/searchRun';
 import { searchHostDirectory, searchThroughGateway } from '../server/search/searchService';
+import { searchTree } from '../server/search/treeSearch';
 import { startClusterTarget, type ClusterTarget } from '../test/fixtures/cluster/target';
+import { ImageClient } from '../test/fixtures/sandboxes/imageClient';
 
 const NEEDLE = 'quixotic_needle_42';
 const WORDS = 'const function return import export session sandbox search folder result stream cancel bound limit'.split(' ');
@@ -86,9 +92,23 @@ async function ours(run: (onPartial: () => void) => Promise<{ stats: { matches: 
 
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
 
+/** The search as the file API walk runs it (8 files at a time, as searchService's fallback). */
+async function walkFileApi(client: GatewayClient, query: ReturnType<typeof SearchQuerySchema.parse>, onPartial: () => void): Promise<{ stats: { matches: number } }> {
+  const run = new SearchRun(query, onPartial, undefined);
+  try {
+    await searchTree(gatewayTree(client), '', run, { concurrency: 8 });
+    return run.finish('files-api');
+  } finally {
+    run.dispose();
+  }
+}
+
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { small: { type: 'boolean' }, runs: { type: 'string' }, gateway: { type: 'boolean' }, simulator: { type: 'boolean' } } });
+  const { values } = parseArgs({
+    options: { small: { type: 'boolean' }, runs: { type: 'string' }, gateway: { type: 'boolean' }, simulator: { type: 'boolean' }, busybox: { type: 'boolean' } },
+  });
   if (values.gateway && values.simulator) throw new Error('--gateway or --simulator, not both (each generates the tree in its own sandbox)');
+  if (values.busybox && !values.gateway) throw new Error('--busybox goes with --gateway');
   const files = values.small ? 1_000 : 10_000;
   const runs = Number(values.runs ?? 5);
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-search-'));
@@ -96,7 +116,7 @@ async function main(): Promise<void> {
   let provider: LocalSandboxProvider | undefined;
   let client: GatewayClient | undefined;
   let cluster: ClusterTarget | undefined;
-  const through = values.simulator ? 'the simulator gateway (era D)' : 'the local gateway';
+  const through = values.simulator ? 'the simulator gateway (era D)' : values.busybox ? 'the local gateway, a BusyBox image' : 'the local gateway';
   try {
     let root = path.join(work, 'tree');
     if (values.gateway) {
@@ -107,7 +127,11 @@ async function main(): Promise<void> {
       });
       const sandbox = await provider.create({ provider: 'local', runtime: 'process', namespace: 'default' }, { waitForReady: true });
       const connection = await provider.open(sandbox.ref);
-      client = new GatewayClient({ endpoint: connection.endpoint, token: connection.token });
+      if (values.busybox) {
+        const image = new ImageClient({ endpoint: connection.endpoint, token: connection.token });
+        image.tools = 'busybox';
+        client = image;
+      } else client = new GatewayClient({ endpoint: connection.endpoint, token: connection.token });
       root = (await provider.hostDirectory(sandbox.ref)) as string;
     }
     if (values.simulator) {
@@ -133,13 +157,14 @@ async function main(): Promise<void> {
     ];
     await grep(root, ['-F']); // warm the page cache
     for (const c of cases) {
-      const t = { ours: [] as Timing[], grep: [] as Timing[], gateway: [] as Timing[] };
+      const t = { ours: [] as Timing[], grep: [] as Timing[], gateway: [] as Timing[], walk: [] as Timing[] };
       for (let i = 0; i < runs; i++) {
         t.ours.push(await ours((onPartial) => searchHostDirectory(root, c.query, { onPartial })));
         t.grep.push(await grep(root, c.grepArgs));
         if (client) {
           const gw = client;
           t.gateway.push(await ours((onPartial) => searchThroughGateway(gw, c.query, { onPartial })));
+          if (values.busybox) t.walk.push(await ours((onPartial) => walkFileApi(gw, c.query, onPartial)));
         }
       }
       const m = (xs: Timing[], k: 'first' | 'all') => median(xs.map((x) => x[k]));
@@ -154,6 +179,11 @@ async function main(): Promise<void> {
       if (t.gateway.length > 0) {
         console.log(
           `  through ${through} (find/grep in the sandbox, streamed): first ${f(m(t.gateway, 'first'))} (${(m(t.gateway, 'first') / m(t.grep, 'first')).toFixed(2)}× grep), all ${f(m(t.gateway, 'all'))} (${(m(t.gateway, 'all') / m(t.grep, 'all')).toFixed(2)}× grep); runs (ms, all): ${t.gateway.map((x) => x.all.toFixed(0)).join(' ')}`,
+        );
+      }
+      if (t.walk.length > 0) {
+        console.log(
+          `  the file API walked (${t.walk[0]?.results ?? 0} matches): first ${f(m(t.walk, 'first'))}, all ${f(m(t.walk, 'all'))} (${(m(t.walk, 'all') / m(t.grep, 'all')).toFixed(2)}× grep; the command took ${(m(t.gateway, 'all') / m(t.walk, 'all')).toFixed(2)}× this); runs (ms, all): ${t.walk.map((x) => x.all.toFixed(0)).join(' ')}`,
         );
       }
     }

@@ -1,10 +1,12 @@
 // A search run as one command in the sandbox, for sandboxes whose files are not on this machine:
 // `find` for names; for text, `find` lists the files with their sizes, `awk` passes on only those
 // within the request's byte limits (a file larger than maxFileBytes is skipped and counted; the
-// first file that would pass maxTotalBytes ends the list) and GNU `grep` (-I skips binaries) reads
-// them through `xargs` — so grep never reads more than the budget, in the sandbox, whatever the
-// companion does. Neither find nor grep follows a symbolic link below the start folder. awk reports
-// what it passed on in one stderr line (`sandbox-search: files=… bytes=… large=… stopped=…`). The
+// first file that would pass maxTotalBytes ends the list) and `grep` reads them through `xargs` —
+// so grep never reads more than the budget, in the sandbox, whatever the companion does. GNU's
+// find and grep name each file with a NUL (-printf, -Z) and skip binaries (-I); with BusyBox's
+// (Alpine), which have neither, stat gives the sizes and the lines are told apart by the script
+// (linesBatchScript) and the reader (a NUL in a line makes its file binary). Neither find nor grep
+// follows a symbolic link below the start folder. awk reports what it passed on in one stderr line (`sandbox-search: files=… bytes=… large=… stopped=…`). The
 // pattern, folder and limits travel as arguments of `sh -c`, never inside the script. Output streams
 // back over the session (era C stream or era D socket) and is parsed as it arrives; when a bound is
 // reached or the caller cancels, the operation is cancelled, which ends the process group in the
@@ -43,30 +45,52 @@ export function searchCommand(query: SearchQuery, folder: string): SearchCommand
   if (query.kind === 'files') {
     return { argv: ['sh', '-c', `${ENTER_SCRIPT}\nexec find . ${prunes(query)}-type f -print0`, 'sandbox-search', dir] };
   }
-  const flags = [
-    '-n',
-    '-I',
-    '-H',
-    '-Z',
-    '--color=never',
-    // Each line leaves at once (not a pipe buffer later): the first result comes as soon as grep finds it.
-    '--line-buffered',
-    query.isRegExp ? '-E' : '-F',
-    ...(query.isCaseSensitive ? [] : ['-i']),
-    ...(query.isWordMatch ? ['-w'] : []),
-    ...(query.contextLines > 0 ? [`-C${query.contextLines}`] : []),
-  ];
-  const grep = `grep ${flags.join(' ')} -e "$2"`;
+  const matching = [query.isRegExp ? '-E' : '-F', ...(query.isCaseSensitive ? [] : ['-i']), ...(query.isWordMatch ? ['-w'] : [])].join(' ');
+  const context = query.contextLines > 0 ? ` -C${query.contextLines}` : '';
+  // GNU grep: -I skips binaries, -Z ends each name with a NUL, and each line leaves at once (not a pipe buffer
+  // later): the first result comes as soon as grep finds it.
+  const gnuGrep = `grep -n -I -H -Z --color=never --line-buffered ${matching}${context} -e "$2"`;
   const script = [
-    // No awk, xargs or grep: 127, so the companion searches through the file API instead.
+    // No find, awk, xargs or grep: 127, so the companion searches through the file API instead.
     `command -v find >/dev/null && command -v awk >/dev/null && command -v xargs >/dev/null && command -v grep >/dev/null || exit 127`,
+    `if { grep -I -Z --line-buffered --color=never -e x </dev/null >/dev/null 2>&1; test $? -eq 1; } && find . -maxdepth 0 -printf '' >/dev/null 2>&1; then`,
     // An expression grep cannot read fails here, before any file is read (grep says 2 and why).
-    `{ ${grep} </dev/null >/dev/null; test $? -ne 2; } || exit ${BAD_PATTERN_EXIT}`,
-    `find . ${prunes(query)}-type f -printf '%s %p\\0' | awk -v max="$3" -v maxfile="$4" '${BUDGET_AWK}' | xargs -0 -r -n ${GREP_BATCH} ${grep} --`,
+    `{ ${gnuGrep} </dev/null >/dev/null; test $? -ne 2; } || exit ${BAD_PATTERN_EXIT}`,
+    `find . ${prunes(query)}-type f -printf '%s %p\\0' | awk -v max="$3" -v maxfile="$4" '${budgetAwk('nul')}' | xargs -0 -r -n ${GREP_BATCH} ${gnuGrep} --`,
+    'else',
+    // BusyBox (Alpine): find has no -printf, grep no -I or -Z, awk reads no NUL-ended records. stat gives the sizes,
+    // a line per file (a name holding a newline is left out), tr ends awk's names with a NUL for xargs, and the
+    // batch script ($5) names each file its lines come from where grep's own prefix could not be told apart.
+    `command -v stat >/dev/null && command -v tr >/dev/null || exit 127`,
+    // BusyBox's grep reads the expression with the first line (none: no error), so it is given one.
+    `{ echo | grep ${matching} -e "$2" >/dev/null; test $? -ne 2; } || exit ${BAD_PATTERN_EXIT}`,
+    `printf '\\0\\n'`,
+    `find . ${prunes(query)}-type f ! -name '*\n*' -exec stat -c '%s %n' {} + | awk -v max="$3" -v maxfile="$4" '${budgetAwk('lines')}' | tr '\\n' '\\000' | xargs -0 -r -n ${GREP_BATCH} sh -c "$5" sandbox-search-batch "$2"`,
+    'fi',
   ].join('\n');
   return {
-    argv: ['sh', '-c', `${ENTER_SCRIPT}\n${script}`, 'sandbox-search', dir, query.pattern, String(query.maxTotalBytes), String(query.maxFileBytes)],
+    argv: ['sh', '-c', `${ENTER_SCRIPT}\n${script}`, 'sandbox-search', dir, query.pattern, String(query.maxTotalBytes), String(query.maxFileBytes), linesBatchScript(matching, context)],
   };
+}
+
+/**
+ * One batch of files for a grep without -Z (BusyBox's), in `sh -c` with the pattern as $1: each file's lines come
+ * after a line of a NUL and its name, grep's own lines (`12:text`, `12-text`) without a name — unless the batch is
+ * grepped whole (no context lines asked for), where a line is `./name:12:text` and a name cannot hold a `:`, so the
+ * files whose names do are grepped one by one. With context lines `./name-12-text` could not be split, so grep -l
+ * finds the files with a match and each of those is grepped alone.
+ */
+function linesBatchScript(matching: string, context: string): string {
+  const alone = `printf '\\0%s\\n' "$f"; grep -n -h ${matching}${context} -e "$p" -- "$f"`;
+  if (context !== '') {
+    return [`p=$1; shift`, `grep -l ${matching} -e "$p" -- "$@" | while IFS= read -r f; do ${alone}; done`].join('\n');
+  }
+  return [
+    `p=$1; shift; n=$#`,
+    `for f; do case $f in *:*) ${alone} ;; *) set -- "$@" "$f" ;; esac; done`,
+    `shift $n`,
+    `test $# -eq 0 || grep -n -H ${matching} -e "$p" -- "$@"`,
+  ].join('\n');
 }
 
 /** Exit status of the command when grep refuses the pattern. */
@@ -76,18 +100,20 @@ export const BAD_PATTERN_EXIT = 4;
 const GREP_BATCH = 256;
 
 /**
- * Reads find's `<size> <path>` records (NUL-terminated) and writes the paths grep may read: a file over
- * `maxfile` is skipped (counted), the first one that would take the total over `max` ends the list.
- * At the end (also after that), one line on stderr says what was passed on.
+ * Reads find's `<size> <path>` records (NUL-terminated, or a line each for an awk that reads no NUL) and writes the
+ * paths grep may read, ended the same way: a file over `maxfile` is skipped (counted), the first one that would take
+ * the total over `max` ends the list. At the end (also after that), one line on stderr says what was passed on.
  */
-const BUDGET_AWK = [
-  'BEGIN { RS = "\\0"; ORS = "\\0"; max += 0; maxfile += 0 }',
-  '{ n = index($0, " "); s = substr($0, 1, n - 1) + 0',
-  '  if (s > maxfile) { large++; next }',
-  '  if (bytes + s > max) { hit = 1; exit }',
-  '  bytes += s; files++; print substr($0, n + 1) }',
-  'END { printf "\\nsandbox-search: files=%d bytes=%.0f large=%d stopped=%s\\n", files, bytes, large, (hit ? "bytes" : "") > "/dev/stderr" }',
-].join('\n');
+function budgetAwk(records: 'nul' | 'lines'): string {
+  return [
+    records === 'nul' ? 'BEGIN { RS = "\\0"; ORS = "\\0"; max += 0; maxfile += 0 }' : 'BEGIN { max += 0; maxfile += 0 }',
+    '{ n = index($0, " "); s = substr($0, 1, n - 1) + 0',
+    '  if (s > maxfile) { large++; next }',
+    '  if (bytes + s > max) { hit = 1; exit }',
+    '  bytes += s; files++; print substr($0, n + 1) }',
+    'END { printf "\\nsandbox-search: files=%d bytes=%.0f large=%d stopped=%s\\n", files, bytes, large, (hit ? "bytes" : "") > "/dev/stderr" }',
+  ].join('\n');
+}
 
 function prunes(query: SearchQuery): string {
   return query.useDefaultExcludes ? `\\( ${DEFAULT_EXCLUDED_FOLDERS.map((n) => `-name '${n}'`).join(' -o ')} \\) -prune -o ` : '';
@@ -134,10 +160,15 @@ class StderrReader {
   }
 }
 
+const DOT = 0x2e;
+
 /**
- * Turns the command's output records into results: for files, `./path` (NUL-separated); for text, grep's
- * `./path\0<line>:<text>` (match) or `./path\0<line>-<text>` (context) lines, or `--` between groups. A file's lines
- * are sent together when the next file starts (one addLines per file), or on `flush`.
+ * Turns the command's output records into results: for files, `./path` (NUL-separated); for text, GNU grep's
+ * `./path\0<line>:<text>` (match) or `./path\0<line>-<text>` (context) lines, or `--` between groups. After a line
+ * of a lone NUL, the lines are a grep's without -Z (linesBatchScript): `\0./path` names the file the next
+ * `<line>:<text>` / `<line>-<text>` lines come from, `./path:<line>:<text>` is a match in a file whose name holds no
+ * `:`, and a file with a NUL in a line is binary (that grep has no -I): its lines are dropped. A file's lines are sent
+ * together when the next file starts (one addLines per file), or on `flush`.
  */
 class RecordReader {
   private readonly filter: ReturnType<typeof createSearchFilter>;
@@ -147,6 +178,12 @@ class RecordReader {
   private fileLines: SearchLine[] = [];
   private fileMatches = 0;
   private readonly separator: number;
+  /** Lines of a grep without -Z follow (the command said so with a lone NUL). */
+  private nameless = false;
+  /** The file the nameless `<line>:<text>` lines are from. */
+  private named: string | undefined;
+  /** The last file found binary in nameless mode: its further lines are dropped. */
+  private binary: string | undefined;
 
   constructor(
     private readonly run: SearchRun,
@@ -166,11 +203,23 @@ class RecordReader {
   onStdout(chunk: Buffer): void {
     this.pending = this.pending.length === 0 ? chunk : Buffer.concat([this.pending, chunk]);
     let at = 0;
-    for (let i = this.pending.indexOf(this.separator, at); i >= 0 && !this.run.signal.aborted; i = this.pending.indexOf(this.separator, at)) {
+    for (let i = this.recordEnd(at); i >= 0 && !this.run.signal.aborted; i = this.recordEnd(at)) {
       this.onRecord(this.pending.subarray(at, i));
       at = i + 1;
     }
     this.pending = this.pending.subarray(at);
+  }
+
+  /**
+   * Where the record at `at` ends (-1: not here yet). GNU grep's `./path\0…` line ends at the first newline after
+   * the NUL, as the name may hold newlines (a line of text cannot); its `--` between groups, and every line of a
+   * grep without -Z, at the first newline.
+   */
+  private recordEnd(at: number): number {
+    const pending = this.pending;
+    if (this.separator === 0 || this.nameless || pending[at] !== DOT) return pending.indexOf(this.separator, at);
+    const nul = pending.indexOf(0, at);
+    return nul < 0 ? -1 : pending.indexOf(0x0a, nul);
   }
 
   /** The end of the output: a last record without a separator, and the last file's lines. */
@@ -194,13 +243,46 @@ class RecordReader {
       if (this.filter.file(rel) && fuzzyContains(rel, query.pattern)) run.addFile(rel);
       return;
     }
+    if (this.nameless || record[0] === 0) {
+      this.onNamelessRecord(record);
+      return;
+    }
     const nul = record.indexOf(0);
     if (nul < 0) return;
-    const rel = this.relative(record.subarray(0, nul).toString('utf8'));
-    const rest = record.subarray(nul + 1).toString('utf8');
-    const m = /^(\d+)([:-])(.*)$/s.exec(rest);
-    if (!m || !this.filter.file(rel)) return;
+    const m = /^(\d+)([:-])(.*)$/s.exec(record.subarray(nul + 1).toString('utf8'));
+    if (m) this.onLine(this.relative(record.subarray(0, nul).toString('utf8')), m);
+  }
+
+  /** A record of a grep without -Z (see the class comment). */
+  private onNamelessRecord(record: Buffer): void {
+    if (record[0] === 0) {
+      this.nameless = true;
+      this.named = record.length > 1 ? this.relative(record.subarray(1).toString('utf8')) : undefined;
+      return;
+    }
+    const text = record.toString('utf8');
+    const own = /^(\d+)([:-])(.*)$/s.exec(text);
+    if (own) {
+      if (this.named !== undefined) this.onLine(this.named, own, record.includes(0));
+      return;
+    }
+    const prefixed = /^([^:]*):(\d+)(:)(.*)$/s.exec(text);
+    if (prefixed) this.onLine(this.relative(prefixed[1] as string), prefixed.slice(1), record.includes(0));
+  }
+
+  /** One line of a file: `m` is [, line number, `:` (match) or `-` (context), text]. */
+  private onLine(rel: string, m: ArrayLike<string | undefined>, binary = false): void {
+    const { run } = this;
+    if (!this.filter.file(rel) || rel === this.binary) return;
     if (this.fileLines.length > 0 && this.fileLines[0]?.path !== rel) this.flushFile();
+    if (binary) {
+      // As GNU grep's -I would have skipped it: none of its lines, and none found later.
+      this.binary = rel;
+      this.fileLines = [];
+      this.fileMatches = 0;
+      run.stats.skippedBinary++;
+      return;
+    }
     const text = (m[3] as string).replace(/\r$/, '');
     const line = Number(m[1]);
     if (m[2] === '-') {

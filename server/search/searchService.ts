@@ -2,9 +2,9 @@
 // A sandbox whose workspace is a directory of this machine (the local runtime) is walked in place
 // by the companion — no command enters its queue, GNU grep picks the files worth reading when it is
 // there (hostGrep.ts), and a Finalizing sandbox is searched too (reads only). Any other sandbox
-// runs find/grep as one command through the session (one round trip however many files; the
-// kruntimes images have a POSIX shell and GNU grep and find); when that is refused (a Finalizing
-// sandbox takes no commands) or the image lacks the tools, the gateway's file API is walked instead.
+// runs find/grep as one command through the session (one round trip however many files; GNU's tools
+// or BusyBox's, as in Alpine images); when that is refused (a Finalizing sandbox takes no commands)
+// or the image lacks the tools, the gateway's file API is walked instead.
 import fsp from 'node:fs/promises';
 import { CompanionError } from '../../protocol/companion';
 import { GatewayClient } from '../../protocol/kruntimes/gatewayClient';

@@ -14,6 +14,7 @@ import { gatewayTree } from '../../../server/search/gatewayTree';
 import { SandboxSearchService, searchHostDirectory, searchThroughGateway } from '../../../server/search/searchService';
 import { SearchRun } from '../../../server/search/searchRun';
 import { searchTree } from '../../../server/search/treeSearch';
+import { ImageClient } from '../../fixtures/sandboxes/imageClient';
 import { until } from '../../fixtures/waits';
 
 const REPO = path.resolve(__dirname, '../../..');
@@ -38,6 +39,7 @@ describe('sandbox search through the session (find/grep command, file API)', fun
   let work: string;
   let provider: LocalSandboxProvider;
   let client: GatewayClient;
+  let connection: Awaited<ReturnType<LocalSandboxProvider['open']>>;
   let hostDir: string;
   let service: SandboxSearchService;
   let ref: Parameters<SandboxSearchService['search']>[0];
@@ -51,7 +53,7 @@ describe('sandbox search through the session (find/grep command, file API)', fun
     });
     const sandbox = await provider.create({ provider: 'local', runtime: 'process', namespace: 'default' }, { waitForReady: true });
     ref = sandbox.ref;
-    const connection = await provider.open(sandbox.ref);
+    connection = await provider.open(sandbox.ref);
     client = new GatewayClient({ endpoint: connection.endpoint, token: connection.token });
     hostDir = (await provider.hostDirectory(sandbox.ref)) as string;
     const put = (rel: string, contents: string | Buffer) => {
@@ -64,6 +66,10 @@ describe('sandbox search through the session (find/grep command, file API)', fun
     put('node_modules/pkg/index.js', 'needle in a dependency\n');
     put('image.bin', Buffer.concat([Buffer.from('needle'), Buffer.from([0, 1, 2])]));
     put('docs/readme.md', 'A needle\n');
+    // Names a grep's `name:12:text` prefix would not tell apart, and one that a line cannot hold.
+    put('src/we:ird-1-name.ts', 'needle: here\nnot this\n');
+    put('src/dash-2-x.ts', 'a\nneedle\nb\n');
+    put('notes/line\nbreak.txt', 'needle\n');
     const outside = path.join(work, 'outside');
     fs.mkdirSync(outside);
     fs.writeFileSync(path.join(outside, 'secret.txt'), 'needle-outside\n');
@@ -93,6 +99,73 @@ describe('sandbox search through the session (find/grep command, file API)', fun
       assert.deepEqual(key(viaCommand), key(inPlace), JSON.stringify(query));
       assert.ok(!key(viaCommand).some((k) => k.includes('node_modules') || k.includes('escape') || (query.kind === 'text' && k.includes('image.bin'))));
     }
+  });
+
+  it('finds the same in a BusyBox image (Alpine: no find -printf, no grep -Z or -I, an awk that reads no NUL)', async () => {
+    const image = new ImageClient({ endpoint: connection.endpoint, token: connection.token });
+    image.tools = 'busybox';
+    const key = (r: Awaited<ReturnType<typeof searchHostDirectory>>) => [...r.files, ...r.lines.map((l) => `${l.path}:${l.line}:${l.kind}:${l.text}:${JSON.stringify(l.ranges)}`)].sort();
+    try {
+      for (const query of [
+        q({ kind: 'text', pattern: 'needle' }),
+        q({ kind: 'text', pattern: 'needle', isWordMatch: true, contextLines: 1 }),
+        q({ kind: 'text', pattern: 'needle', contextLines: 1, includes: ['**/*.ts'] }),
+        q({ kind: 'text', pattern: 'Needle', isCaseSensitive: true }),
+        q({ kind: 'text', pattern: 'ne+dle:', isRegExp: true }),
+        q({ kind: 'files', pattern: 'wdgt' }),
+      ]) {
+        const viaBusybox = await searchThroughGateway(image, query);
+        const inPlace = await searchHostDirectory(hostDir, query);
+        assert.equal(viaBusybox.strategy, 'command', JSON.stringify(query));
+        // A name holding a newline is left out of a text search there (stat gives a line per file).
+        const expected = key(inPlace).filter((k) => query.kind === 'files' || !k.startsWith('notes/line\n'));
+        assert.deepEqual(key(viaBusybox), expected, JSON.stringify(query));
+        if (query.kind === 'text' && query.pattern === 'needle' && query.contextLines === 0) {
+          assert.ok(expected.some((k) => k.startsWith('src/we:ird-1-name.ts:1:match:needle: here')));
+          assert.ok(expected.some((k) => k.startsWith('src/dash-2-x.ts:2:match:')));
+          // The binary file's line (grep without -I prints it) is dropped, as GNU grep's -I skips it.
+          assert.equal(viaBusybox.stats.skippedBinary, 1);
+        }
+      }
+      assert.ok(image.commands.every((argv) => argv[0] === 'sh'));
+      // An expression that BusyBox's grep cannot read is the query's error, as with GNU grep.
+      await assert.rejects(searchThroughGateway(image, q({ kind: 'text', pattern: '[[:foo:]]', isRegExp: true })), /grep in the sandbox: grep: bad regex/);
+
+      // The bounds hold there too (read access times say what grep read): past the byte budget and over the
+      // per-file limit, nothing.
+      const bounded = path.join(hostDir, 'bounded');
+      fs.mkdirSync(bounded);
+      for (let i = 1; i <= 12; i++) fs.writeFileSync(path.join(bounded, `f${String(i).padStart(2, '0')}.txt`), `needle ${i}\n`.padEnd(1024, 'x'));
+      fs.writeFileSync(path.join(bounded, 'large.txt'), 'needle large\n'.padEnd(4096, 'y'));
+      const readSince = () => fs.readdirSync(bounded).filter((n) => fs.statSync(path.join(bounded, n)).atimeMs > 0).sort();
+      for (const n of fs.readdirSync(bounded)) fs.utimesSync(path.join(bounded, n), 0, Date.now() / 1000);
+      assert.deepEqual(readSince(), [], 'the file system records reads (relatime): nothing read yet');
+      const budget = await searchThroughGateway(image, q({ kind: 'text', pattern: 'needle', folder: 'bounded', maxTotalBytes: 5 * 1024 + 100, maxFileBytes: 2048 }));
+      assert.equal(budget.stopped, 'bytes');
+      assert.equal(budget.stats.filesSearched, 5);
+      assert.equal(budget.stats.bytesSearched, 5 * 1024);
+      const found = [...new Set(budget.lines.map((l) => path.basename(l.path)))].sort();
+      assert.equal(found.length, 5);
+      assert.deepEqual(readSince(), found);
+      assert.ok(!found.includes('large.txt'));
+      const large = await searchThroughGateway(image, q({ kind: 'text', pattern: 'needle', folder: 'bounded', maxFileBytes: 2048 }));
+      assert.equal(large.stats.skippedLarge, 1);
+      assert.equal(large.lines.filter((l) => l.path === 'bounded/large.txt').length, 0);
+      fs.rmSync(bounded, { recursive: true });
+
+      // An image without `stat` is searched through the file API: the same lines, and nothing is reported as wrong.
+      image.busyboxWithout = ['stat'];
+      const query = q({ kind: 'text', pattern: 'needle' });
+      const walked = await searchThroughGateway(image, query);
+      assert.equal(walked.strategy, 'files-api');
+      assert.deepEqual(key(walked), key(await searchHostDirectory(hostDir, query)));
+    } finally {
+      await image.close();
+    }
+  });
+
+  it('says what grep in the sandbox said of an expression it cannot read (JavaScript can)', async () => {
+    await assert.rejects(service.search(ref, q({ kind: 'text', pattern: '[[:foo:]]', isRegExp: true }), { avoidHost: true }), /grep in the sandbox: grep: Invalid character class name/);
   });
 
   it('refuses a folder that leads out of the workspace through a link', async () => {
