@@ -6,8 +6,9 @@
 // find and grep name each file with a NUL (-printf, -Z) and skip binaries (-I); with BusyBox's
 // (Alpine), which have neither, stat gives the sizes and the lines are told apart by the script
 // (linesBatchScript) and the reader (a NUL in a line makes its file binary). Neither find nor grep
-// follows a symbolic link below the start folder. awk reports what it passed on in one stderr line (`sandbox-search: files=… bytes=… large=… stopped=…`). The
-// pattern, folder and limits travel as arguments of `sh -c`, never inside the script. Output streams
+// follows a symbolic link below the start folder. awk reports what it passed on in one stderr line
+// (`sandbox-search: files=… bytes=… large=… stopped=…`). The pattern, folder and limits travel as
+// arguments of `sh -c`, never inside the script. Output streams
 // back over the session (era C stream or era D socket) and is parsed as it arrives; when a bound is
 // reached or the caller cancels, the operation is cancelled, which ends the process group in the
 // sandbox — no grep is left running. The command waits its turn in the sandbox's FIFO queue behind
