@@ -48,11 +48,37 @@ export async function openFileSessionRepository(options: FileRepositoryOptions):
   } catch (err) {
     throw new SessionRepositoryError('io_failure', `cannot create the repository directory ${root}: ${(err as Error).message}`, { cause: err });
   }
+  await refuseMakaRepository(root);
   const storage = new FileStorage(root, options.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS);
   // Fail closed at open, too: a corrupt state document is reported before any operation.
   await storage.load();
   await storage.objects.prepareShards();
   return new RepositoryEngine(storage, policy);
+}
+
+/** The state document of Maka's own file repository (spec §9.3), whose objects directory has the same layout as ours. */
+export const MAKA_STATE_FILE = 'session-repository-v1.json';
+
+/**
+ * This repository keeps its own state document (more revisions, activation records) beside an object directory laid
+ * out as Maka's is. In a directory Maka's file repository uses, it would list none of Maka's sessions, and its
+ * garbage collection would take every object only Maka's state refers to for garbage: so such a directory is refused.
+ */
+async function refuseMakaRepository(root: string): Promise<void> {
+  const makaState = path.join(root, MAKA_STATE_FILE);
+  const found = await fs.lstat(makaState).then(
+    () => true,
+    (err: unknown) => {
+      if (errnoCode(err) === 'ENOENT') return false;
+      throw new SessionRepositoryError('io_failure', `cannot check ${makaState}: ${(err as Error).message}`, { cause: err });
+    },
+  );
+  if (found) {
+    throw new SessionRepositoryError(
+      'io_failure',
+      `${root} holds Maka's own file repository (${MAKA_STATE_FILE}); Sandbox Sessions keeps its sessions in a directory of its own, beside which its garbage collection would delete Maka's objects. Choose another directory (the sandboxSessions.repository setting, --repository or SANDBOX_SESSIONS_REPOSITORY)`,
+    );
+  }
 }
 
 function stateFileKey(st: BigIntStats): string {
@@ -136,6 +162,8 @@ class FileStorage implements RepositoryStorage {
       const pending = new Set(await this.deferred.list());
       let ids: string[];
       if (candidates === 'all') {
+        // Maka may have started to use this directory since it was opened: then no object is taken for garbage.
+        await refuseMakaRepository(this.root);
         await removeDeadLockLeftovers(this.lockFile);
         const listed = await this.objects.list();
         // A publisher writes its temp file without the lock: only remove ones too old to be live.

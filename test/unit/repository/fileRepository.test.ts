@@ -10,7 +10,7 @@ import { newOwnerToken } from '../../../server/repository/activationStore';
 import type { SessionRepository } from '../../../server/repository/contract';
 import { isSessionRepositoryError } from '../../../server/repository/errors';
 import { acquireFileLock } from '../../../server/repository/fileLock';
-import { defaultFileRepositoryRoot, openFileSessionRepository, STATE_FILE } from '../../../server/repository/fileRepository';
+import { defaultFileRepositoryRoot, MAKA_STATE_FILE, openFileSessionRepository, STATE_FILE } from '../../../server/repository/fileRepository';
 import { resolveRepositoryLocation } from '../../../server/repository/open';
 import { FILE_STATE_SCHEMA_VERSION } from '../../../server/repository/fileState';
 import { publishBundle } from '../../fixtures/repository/bundles';
@@ -250,6 +250,29 @@ describe('file repository', function () {
     assert.deepEqual(await repo.collectGarbage(), { deletedObjects: 2 });
     assert.deepEqual(fs.readdirSync(pending), ['not-an-id']);
     assert.equal((await repo.checkoutCurrent('s')).ref.revision, 'r2');
+  });
+
+  it("a directory Maka's own file repository uses is refused: nothing is written there, and gc deletes none of its objects", async () => {
+    // Maka's file repository: its state document beside an objects/ directory laid out as ours.
+    const maka = path.join(scratch, 'maka-repository');
+    fs.mkdirSync(path.join(maka, 'objects', 'ab'), { recursive: true });
+    const makaObject = path.join(maka, 'objects', 'ab', 'ab'.padEnd(64, '0'));
+    fs.writeFileSync(makaObject, 'a bundle only Maka refers to', { mode: 0o600 });
+    fs.writeFileSync(path.join(maka, MAKA_STATE_FILE), '{"schemaVersion":1,"sessions":[],"commits":[],"forks":[]}\n', { mode: 0o600 });
+    const before = fs.readdirSync(maka).sort();
+    const err = await rejectsWith(openFileSessionRepository({ storageRoot: maka, gcGraceMs: 0 }), 'io_failure');
+    assert.match(err.message, /holds Maka's own file repository \(session-repository-v1\.json\).*Choose another directory/);
+    assert.deepEqual(fs.readdirSync(maka).sort(), before, 'no state document of ours, no shards');
+
+    // A repository of ours that Maka starts to use later: a collection takes none of Maka's objects for garbage.
+    fs.mkdirSync(path.join(storageRoot, 'objects', 'cd'), { recursive: true });
+    const stray = path.join(storageRoot, 'objects', 'cd', 'cd'.padEnd(64, '0'));
+    fs.writeFileSync(stray, 'referenced by Maka', { mode: 0o600 });
+    fs.writeFileSync(path.join(storageRoot, MAKA_STATE_FILE), '{}\n');
+    await rejectsWith(repo.collectGarbage(), 'io_failure');
+    assert.ok(fs.existsSync(stray));
+    fs.rmSync(path.join(storageRoot, MAKA_STATE_FILE));
+    assert.deepEqual(await repo.collectGarbage(), { deletedObjects: 1 }, 'without it, the same object is garbage');
   });
 
   it("opening makes the 256 object shards (0700) up front; a publish into a shard removed since makes it again", async () => {
