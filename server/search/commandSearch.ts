@@ -75,23 +75,15 @@ export function searchCommand(query: SearchQuery, folder: string): SearchCommand
 }
 
 /**
- * One batch of files for a grep without -Z (BusyBox's), in `sh -c` with the pattern as $1: each file's lines come
- * after a line of a NUL and its name, grep's own lines (`12:text`, `12-text`) without a name — unless the batch is
- * grepped whole (no context lines asked for), where a line is `./name:12:text` and a name cannot hold a `:`, so the
- * files whose names do are grepped one by one. With context lines `./name-12-text` could not be split, so grep -l
- * finds the files with a match and each of those is grepped alone.
+ * One batch of files for a grep without -Z (BusyBox's), in `sh -c` with the pattern as $1. Grepped whole, a line is
+ * `./name:12:text`, which only a name without a `:` splits right, and with context lines `./name-12-text` would not
+ * split at all. So a batch whose names hold a `:` (rare), or with context lines asked for, has grep -l find the files
+ * with a match and greps each of those alone: a line of a NUL and the name, then grep's own `12:text` / `12-text`.
  */
 function linesBatchScript(matching: string, context: string): string {
-  const alone = `printf '\\0%s\\n' "$f"; grep -n -h ${matching}${context} -e "$p" -- "$f"`;
-  if (context !== '') {
-    return [`p=$1; shift`, `grep -l ${matching} -e "$p" -- "$@" | while IFS= read -r f; do ${alone}; done`].join('\n');
-  }
-  return [
-    `p=$1; shift; n=$#`,
-    `for f; do case $f in *:*) ${alone} ;; *) set -- "$@" "$f" ;; esac; done`,
-    `shift $n`,
-    `test $# -eq 0 || grep -n -H ${matching} -e "$p" -- "$@"`,
-  ].join('\n');
+  const eachAlone = `grep -l ${matching} -e "$p" -- "$@" | while IFS= read -r f; do printf '\\0%s\\n' "$f"; grep -n -h ${matching}${context} -e "$p" -- "$f"; done`;
+  if (context !== '') return [`p=$1; shift`, eachAlone].join('\n');
+  return [`p=$1; shift`, `case "$*" in`, `*:*) ${eachAlone} ;;`, `*) grep -n -H ${matching} -e "$p" -- "$@" ;;`, 'esac'].join('\n');
 }
 
 /** Exit status of the command when grep refuses the pattern. */
