@@ -2,8 +2,10 @@
 # Installs what the test suite uses for real (no mocks), from Debian's packages and the npm
 # registry only: bubblewrap (the local runtime's namespace backend), PostgreSQL (the session
 # repository's second adapter; the tests start a private cluster), BusyBox and zstd (the tools
-# of a small image, as in Alpine, for the one-file session transfers), Chromium and libkrb5-dev
-# (a real VS Code — code-server from npm — driven headless), then code-server itself.
+# of a small image, as in Alpine, for the one-file session transfers and searches), util-linux's
+# script (the pty of a local sandbox's interactive terminal; Essential on Debian) and vi (the
+# full-screen program the terminal tests run), Chromium and libkrb5-dev (a real VS Code —
+# code-server from npm — driven headless), then code-server itself.
 # Idempotent and quick when everything is present. `npm test` runs it first (pretest).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,6 +18,8 @@ command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
 compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || missing+=(postgresql)
 command -v busybox >/dev/null 2>&1 || missing+=(busybox)
 command -v zstd >/dev/null 2>&1 || missing+=(zstd)
+command -v script >/dev/null 2>&1 || missing+=(bsdutils)
+command -v vi >/dev/null 2>&1 || missing+=(vim-tiny)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 dpkg -s libkrb5-dev >/dev/null 2>&1 || missing+=(libkrb5-dev)
 
@@ -47,4 +51,4 @@ if ! command -v kubectl >/dev/null 2>&1 && [ ! -x .test-tmp/kubectl/usr/bin/kube
 fi
 
 bash scripts/install-vscode-host.sh
-echo "install-test-deps: bubblewrap, PostgreSQL, BusyBox, zstd, Chromium, kubectl and code-server are ready"
+echo "install-test-deps: bubblewrap, PostgreSQL, BusyBox, zstd, script, vi, Chromium, kubectl and code-server are ready"

@@ -1,4 +1,4 @@
-// The interactive terminal of a sandbox that has a PTY (an OpenSandbox sandbox): a
+// The interactive terminal of a sandbox that has a PTY (a local sandbox, an OpenSandbox sandbox): a
 // Pseudoterminal over the gateway's `GET P/pty` (protocol/kruntimes/terminalSocket.ts) — the
 // same gateway, endpoint and token as the sandbox's files and line-based terminal, never the
 // substrate's own credentials. Keystrokes go as bytes (Ctrl+C is 0x03, so full-screen programs
@@ -35,9 +35,9 @@ export async function interactiveTerminalUnavailable(connection: LiveSandboxConn
   }
   if (capabilities?.terminal) return undefined;
   const where = capabilities?.backend
-    ? `its backend (${capabilities.backend}) runs each command on its own, without a PTY`
+    ? `its backend (${capabilities.backend}) has no PTY here (a local sandbox needs util-linux's \`script\` on this machine)`
     : `${runtime ? `its runtime (${runtime}) is` : 'it is'} served by a kruntimes gateway, whose API has no PTY`;
-  return `Sandbox ${connection.label} has no interactive terminal: ${where}. Use the line-based Sandbox terminal (Sandbox Sessions: Open Terminal); interactive terminals are available in OpenSandbox sandboxes.`;
+  return `Sandbox ${connection.label} has no interactive terminal: ${where}. Use the line-based Sandbox terminal (Sandbox Sessions: Open Terminal); interactive terminals are available in local and OpenSandbox sandboxes.`;
 }
 
 export class InteractivePseudoterminal implements vscode.Pseudoterminal {

@@ -37,6 +37,8 @@ export interface GatewayOptions {
   writeStateFile?: boolean;
   log?: (line: string) => void;
   tickMs?: number;
+  /** false: local sandboxes get no interactive terminal (default: where this machine makes ptys, hostTerminal.ts). */
+  hostTerminals?: boolean;
 }
 
 export interface RunningGateway {
@@ -140,6 +142,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     baseUrl: () => baseUrl,
     log: opts.log,
     tickMs: opts.tickMs,
+    hostTerminals: opts.hostTerminals,
   });
   const counters = new AccessRequestCounters();
   const access = new AccessApi(runtime, auth, { ...limits, advertiseExtensions: api === 'era-c' }, counters, opts.log);

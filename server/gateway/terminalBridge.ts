@@ -1,7 +1,7 @@
 // `GET P/pty` (a local extension of the access API, advertised as `capabilities.terminal`; the
 // wire contract is protocol/kruntimes/terminalSocket.ts): the editor's WebSocket bridged to the
-// Run's workspace terminal (an OpenSandbox sandbox's execd PTY) over the connection the daemon
-// holds, so the substrate's API key and execd token never reach the editor. The terminal is
+// Run's workspace terminal (a local sandbox's pty; an OpenSandbox sandbox's execd PTY over the connection the daemon
+// holds, so the substrate's API key and execd token never reach the editor). The terminal is
 // opened before the upgrade, so "no such terminal" (404), "held by another window" (409) and
 // "no PTY here" (412) are plain HTTP errors; after it, bytes go both ways unchanged (Ctrl+C is
 // the byte 0x03 the program's terminal turns into SIGINT), resize and signal frames are
@@ -14,10 +14,7 @@ import type { LocalSession } from '../local/localSession';
 import { invalidArgument } from '../local/sessionError';
 import type { WorkspaceTerminal, WorkspaceTerminalOptions, WorkspaceTerminalSink } from '../local/workspaceTerminal';
 
-export interface TerminalRequest extends WorkspaceTerminalOptions {
-  cols?: number | undefined;
-  rows?: number | undefined;
-}
+export type TerminalRequest = WorkspaceTerminalOptions;
 
 const DimensionText = z
   .string()

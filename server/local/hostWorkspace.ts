@@ -1,7 +1,7 @@
 // A Run's workspace as a directory of this machine, its commands run by a local backend
 // (process, bubblewrap): the host side of the SessionWorkspace port. The code the local runtime
 // always had for commands and files, moved here unchanged so that a remote workspace can stand
-// beside it.
+// beside it; and, where this machine can make a pty, its interactive terminals (hostTerminal.ts).
 import fs from 'node:fs/promises';
 import type { Backend } from './backend';
 import { runCommand, type CommandOutcome } from './execution';
@@ -15,9 +15,11 @@ import {
   type ListPage,
   type ReadResult,
 } from './fileOperations';
+import { HostTerminals, type HostTerminalLaunch } from './hostTerminal';
 import type { SessionWorkspace, WorkspaceCommand } from './sessionWorkspace';
 import { invalidArgument } from './sessionError';
 import { resolveFollow } from './workspacePaths';
+import type { WorkspaceTerminal, WorkspaceTerminalOptions, WorkspaceTerminalSink } from './workspaceTerminal';
 
 export interface HostWorkspaceConfig {
   backend: Backend;
@@ -28,6 +30,8 @@ export interface HostWorkspaceConfig {
   tmpDir: string;
   /** Directories isolating backends hide from commands. */
   hide: string[];
+  /** This machine makes ptys (hostTerminalProbe): the workspace has interactive terminals. */
+  terminals?: boolean;
 }
 
 let bashPath: string | undefined;
@@ -55,24 +59,48 @@ function shellArgv(shell: string, line: string): string[] {
 }
 
 export class HostWorkspace implements SessionWorkspace {
-  constructor(readonly config: HostWorkspaceConfig) {}
+  /** Present only where this machine makes ptys: the session advertises `capabilities.terminal` by it. */
+  readonly openTerminal?: (o: WorkspaceTerminalOptions, sink: WorkspaceTerminalSink) => Promise<WorkspaceTerminal>;
+  private readonly terminals = new HostTerminals();
+
+  constructor(readonly config: HostWorkspaceConfig) {
+    if (config.terminals) this.openTerminal = (o, sink) => this.terminals.open(o, sink, () => this.terminalLaunch(o));
+  }
 
   get hostRoot(): string {
     return this.config.sessionRoot;
   }
 
+  /** A working directory in the workspace (`rel` from its root), as the absolute path commands start in. */
+  private async workingDirectory(rel: string): Promise<string> {
+    const target = await resolveFollow(this.config.sessionRoot, rel, { allowRoot: true });
+    const st = await fs.stat(target.abs).catch(() => undefined);
+    if (!st?.isDirectory()) throw invalidArgument(`working directory ${rel} is not a directory in the workspace`);
+    return target.abs;
+  }
+
+  /**
+   * A new terminal's program: the shell (bash when there is one) interactive, without the host user's start-up
+   * files as for every command here, its prompt naming the folder, launched by the Run's backend like a command.
+   */
+  private async terminalLaunch(o: WorkspaceTerminalOptions): Promise<HostTerminalLaunch> {
+    const cwd = await this.workingDirectory(o.cwd ?? '');
+    const shell = await shellProgram();
+    const bash = shell.endsWith('bash');
+    const argv = bash ? [shell, '--norc', '--noprofile', '-i'] : [shell, '-i'];
+    const env = { ...(o.env ?? {}), TERM: 'xterm-256color', PS1: bash ? '\\W \\$ ' : '$ ' };
+    const { writable, tmpDir, hide } = this.config;
+    return { plan: this.config.backend.plan({ argv, cwd, env, writable, tmpDir, hide, isolateNetwork: false }), cwd, env };
+  }
+
   async runCommand(c: WorkspaceCommand): Promise<CommandOutcome> {
     const cmd = c.command;
-    const cwdTarget = await resolveFollow(this.config.sessionRoot, cmd.workingDirectory ?? '', { allowRoot: true });
-    const st = await fs.stat(cwdTarget.abs).catch(() => undefined);
-    if (!st?.isDirectory()) {
-      throw invalidArgument(`working directory ${cmd.workingDirectory ?? ''} is not a directory in the workspace`);
-    }
+    const cwd = await this.workingDirectory(cmd.workingDirectory ?? '');
     const argv = cmd.argv && cmd.argv.length > 0 ? cmd.argv : shellArgv(await shellProgram(), cmd.shell ?? '');
     return runCommand(this.config.backend, {
       spec: {
         argv,
-        cwd: cwdTarget.abs,
+        cwd,
         env: c.env,
         writable: this.config.writable,
         tmpDir: this.config.tmpDir,
@@ -112,6 +140,7 @@ export class HostWorkspace implements SessionWorkspace {
   }
 
   async close(): Promise<void> {
-    // Nothing held open: the directory stays with the Run.
+    // The directory stays with the Run; its terminals end with it.
+    await this.terminals.closeAll();
   }
 }

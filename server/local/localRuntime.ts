@@ -38,6 +38,8 @@ export interface LocalRuntimeOptions {
   tickMs?: number;
   /** Size and rotation of each Run's runtimed log. */
   runLogLimits?: ContainerLogLimits;
+  /** false: local sandboxes get no interactive terminal (default: where this machine makes ptys). */
+  hostTerminals?: boolean | undefined;
 }
 
 export interface CreateRunOptions {
@@ -68,6 +70,7 @@ export class LocalRuntime extends EventEmitter {
       logs: this.logs,
       baseUrl: opts.baseUrl,
       baseEnv: filteredDaemonEnv(opts.daemonEnv ?? process.env),
+      hostTerminals: opts.hostTerminals,
       log,
       deleteRun: (namespace, name) => this.delete(namespace, name),
     });

@@ -363,11 +363,11 @@ export class LocalSession {
     if (!open) {
       throw new SessionError(
         'FailedPrecondition',
-        `this sandbox has no interactive terminal (backend "${this.config.backend.name}" runs each command on its own, without a PTY); use the line-based Sandbox terminal`,
+        `this sandbox has no interactive terminal (backend "${this.config.backend.name}" has no PTY here${this.config.backend.remote ? '' : ": util-linux's script is not installed on this machine"}); use the line-based Sandbox terminal`,
       );
     }
     this.touch();
-    return open(o, sink);
+    return open({ ...o, env: this.config.env }, sink);
   }
 
   /** Input typed into an interactive terminal: the sandbox is in use. */

@@ -26,6 +26,7 @@ import { markFinalizing, markReady, markRunning, markScheduled, markTerminal } f
 import { expiryOf, ttlElapsed } from './runClocks';
 import { uidOf, type RunEntry, type RunRecords } from './runRecords';
 import { setCondition } from './runStatus';
+import { hostTerminalProbe } from './hostTerminal';
 import { HostWorkspace } from './hostWorkspace';
 import { sessionEnv } from './sessionEnv';
 import type { StateLayout } from './stateRoot';
@@ -40,6 +41,8 @@ export interface RunLifecycleOptions {
   baseUrl: () => string;
   /** The daemon's environment as commands may see it. */
   baseEnv: Record<string, string>;
+  /** false: no interactive terminals (default: where this machine makes ptys). */
+  hostTerminals?: boolean | undefined;
   log: (line: string) => void;
   /** Deletes a finished Run whose ttlSecondsAfterFinished passed. */
   deleteRun: (namespace: string, name: string) => Promise<unknown>;
@@ -150,6 +153,7 @@ export class RunLifecycle {
         writable: [layout.workspaceDir(uid), layout.artifactsDir(uid)],
         tmpDir: LocalSession.tmpDirFor(layout.runDir(uid)),
         hide: [layout.root],
+        terminals: this.o.hostTerminals !== false && (await hostTerminalProbe()).ok,
       });
       env = sessionEnv(this.o.baseEnv, run.spec.env, layout.artifactsDir(uid));
     }

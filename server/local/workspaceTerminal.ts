@@ -1,5 +1,5 @@
-// An interactive terminal of a Run's workspace, where the workspace has one (an OpenSandbox
-// sandbox's execd PTY): what the gateway's `GET P/pty` route bridges to the editor. The
+// An interactive terminal of a Run's workspace, where the workspace has one (a local sandbox's pty, hostTerminal.ts;
+// an OpenSandbox sandbox's execd PTY): what the gateway's `GET P/pty` route bridges to the editor. The
 // workspace creates or reattaches to a terminal session and hands back one connection to it;
 // the session (its program) outlives a detached connection until it exits, is ended, or the
 // Run's sandbox goes away. What the terminal says goes to a sink given up front, so no byte is
@@ -16,6 +16,11 @@ export interface WorkspaceTerminalOptions {
   since?: number | undefined;
   /** Workspace-relative start directory of a new session. */
   cwd?: string | undefined;
+  /** The size of a new session's terminal (else the program's own, 80×24, until a resize). */
+  cols?: number | undefined;
+  rows?: number | undefined;
+  /** The Run's environment, for a new session's program where the workspace starts it (set by the session). */
+  env?: Record<string, string> | undefined;
 }
 
 export interface WorkspaceTerminalSink {

@@ -25,7 +25,13 @@ export function bootId(): string {
 
 export interface ProcStat {
   state: string;
+  /** Field 4: the parent's pid. */
+  ppid: number;
   pgid: number;
+  /** Field 6: the session id. */
+  sid: number;
+  /** Field 8: the foreground process group of the process's controlling terminal (-1 without one). */
+  tpgid: number;
   /** Field 22: start time in clock ticks since boot. */
   startTicks: string;
 }
@@ -40,8 +46,9 @@ export function readProcStat(pid: number): ProcStat | undefined {
   }
   // Field 2 (comm) may contain spaces and parentheses: split after the last ')'.
   const rest = text.slice(text.lastIndexOf(')') + 2).split(' ');
-  // rest[0] is field 3 (state); rest[2] field 5 (pgrp); rest[19] field 22 (starttime).
-  return { state: rest[0] ?? '', pgid: Number(rest[2]), startTicks: rest[19] ?? '' };
+  // rest[0] is field 3 (state); rest[1] field 4 (ppid); rest[2] field 5 (pgrp); rest[3] field 6 (session); rest[5]
+  // field 8 (tpgid); rest[19] field 22 (starttime).
+  return { state: rest[0] ?? '', ppid: Number(rest[1]), pgid: Number(rest[2]), sid: Number(rest[3]), tpgid: Number(rest[5]), startTicks: rest[19] ?? '' };
 }
 
 /**

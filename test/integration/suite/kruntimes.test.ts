@@ -282,6 +282,15 @@ for (const { era, context } of ERAS) {
       }
     });
 
+    it('Open Interactive Terminal says why a kruntimes sandbox has none, and opens nothing', async () => {
+      const before = vscode.window.terminals.length;
+      const answer = await vscode.commands.executeCommand<vscode.Terminal | string | undefined>('sandboxSessions.openInteractiveTerminal', sandbox.key);
+      assert.equal(typeof answer, 'string', 'the command answers with the reason it shows');
+      assert.match(answer as string, /has no interactive terminal: .*served by a kruntimes gateway, whose API has no PTY/);
+      assert.match(answer as string, /line-based Sandbox terminal/);
+      assert.equal(vscode.window.terminals.length, before, 'no terminal was opened');
+    });
+
     it('stops a running command with Ctrl+C: its process ends in the sandbox, and the terminal goes on', async () => {
       const { terminal, screen, run } = await openTerminal();
       // A duration no other process on this machine has, so we can find exactly this sleep.

@@ -149,16 +149,31 @@ describe('OpenSandbox sandboxes in VS Code (simulator)', () => {
     await until(() => running(marker).length === 0, `${marker} to end once its terminal is closed`, 30_000);
   });
 
-  it('Open Interactive Terminal on a local process sandbox says why there is none', async () => {
+  it('Open Interactive Terminal on a local process sandbox: a real tty there too, started in its workspace', async () => {
     const local = await newLocalSandbox();
-    const before = vscode.window.terminals.length;
-    const answer = await vscode.commands.executeCommand<vscode.Terminal | string | undefined>('sandboxSessions.openInteractiveTerminal', local.key);
-    assert.equal(typeof answer, 'string', 'the command answers with the reason it shows');
-    assert.match(answer as string, /has no interactive terminal: its backend \(process\) runs each command on its own, without a PTY/);
-    assert.match(answer as string, /line-based Sandbox terminal/);
-    assert.equal(vscode.window.terminals.length, before, 'no terminal was opened');
-    const { companion } = await api();
-    await companion.request('sandboxes/terminate', { ref: local.ref, mode: 'Immediate', wait: true });
+    const exported = await api();
+    const terminal = await vscode.commands.executeCommand<vscode.Terminal | string | undefined>('sandboxSessions.openInteractiveTerminal', local.key);
+    assert.ok(terminal && typeof terminal !== 'string', `an interactive terminal was opened: ${String(terminal)}`);
+    const screen = () => plain(exported.terminalTranscript(terminal) ?? '');
+    const closed = new Promise<vscode.Terminal>((resolve) => {
+      const sub = vscode.window.onDidCloseTerminal((t) => {
+        if (t === terminal) {
+          sub.dispose();
+          resolve(t);
+        }
+      });
+    });
+    try {
+      terminal.show();
+      await until(() => /[$#] $/m.test(screen()), 'the shell prompt', 30_000);
+      terminal.sendText('tty; pwd', true);
+      await until(() => /\/dev\/pts\/\d+\r\n\S*\/runs\/[^/\r]+\/workspace\r\n/.test(screen()), 'a real tty, in the workspace', 30_000);
+      terminal.sendText('exit 3', true);
+      assert.equal((await closed).exitStatus?.code, 3, screen());
+    } finally {
+      terminal.dispose();
+      await exported.companion.request('sandboxes/terminate', { ref: local.ref, mode: 'Immediate', wait: true });
+    }
   });
 
   it('Close (Drain) ends the sandbox and deletes it on the OpenSandbox server', async () => {

@@ -30,7 +30,8 @@ describe('local gateway: spec §6 golden cases (process backend)', function () {
     assert.match(r.text, /^\{"state":"SESSION_STATE_READY","lastActivityUnixNano":\d{19},"capabilities":\{/);
     assert.ok(r.text.endsWith('}\n'));
     const body = r.json() as { capabilities: Record<string, unknown> };
-    assert.deepEqual(body.capabilities, { rangedReads: true, cancel: true, isolateNetwork: false, backend: 'process', isolation: 'none' });
+    // `terminal`: this machine makes ptys (util-linux's script; scripts/install-test-deps.sh has it), hostTerminal.ts.
+    assert.deepEqual(body.capabilities, { rangedReads: true, cancel: true, isolateNetwork: false, backend: 'process', isolation: 'none', terminal: true });
   });
 
   it('#4 execute echo hello → exact bytes', async () => {

@@ -112,6 +112,7 @@ describe('local gateway: backends and isolation', function () {
         isolateNetwork: true,
         backend: 'bubblewrap',
         isolation: 'namespaces',
+        terminal: true,
       });
       const probe = `exec 3<>/dev/tcp/127.0.0.1/${hostPort} && printf 'GET / HTTP/1.0\\r\\n\\r\\n' >&3 && cat <&3`;
       const isolated = await call(t.gw, 'POST', `${P}/operations:execute`, { body: execBody(['bash', '-c', probe], { isolateNetwork: true }) });

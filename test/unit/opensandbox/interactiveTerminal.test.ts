@@ -14,76 +14,16 @@ import { request } from 'undici';
 import { WebSocket } from 'ws';
 import { GatewayClient } from '../../../protocol/kruntimes/gatewayClient';
 import type { Run } from '../../../protocol/kruntimes/run';
-import { TerminalRefusedError, terminalSocketUrl, type TerminalSocket } from '../../../protocol/kruntimes/terminalSocket';
+import { TerminalRefusedError, terminalSocketUrl } from '../../../protocol/kruntimes/terminalSocket';
 import { startGateway, type RunningGateway } from '../../../server/gateway/daemon';
 import { localBackends } from '../../../server/sandboxes/localBackends';
 import { resolveConnection } from '../../../server/sandboxes/opensandbox/connection';
 import { OpenSandboxClient } from '../../../server/sandboxes/opensandbox/opensandboxClient';
+import { Term } from '../../fixtures/terminalTerm';
 import { call, patchTermination, runsPath, waitPhase } from '../gateway/harness';
 import { connection, startTarget, type Target } from './target';
 
 const CANARY_KEY = `canary-key-${Date.now().toString(36)}-pty-never-to-the-editor`;
-
-/** One editor-side terminal and everything it was told. */
-class Term {
-  text = '';
-  exitCode: number | undefined;
-  errors: Array<{ code: string; message: string }> = [];
-  closeCode: number | undefined;
-  socket!: TerminalSocket;
-  private waiters: Array<() => void> = [];
-
-  constructor(private readonly wire: string[]) {}
-
-  handlers() {
-    const wake = () => {
-      for (const w of this.waiters.splice(0)) w();
-    };
-    return {
-      output: (b: Buffer) => {
-        this.text += b.toString('utf8');
-        this.wire.push(b.toString('latin1'));
-        wake();
-      },
-      exit: (code: number) => {
-        this.exitCode = code;
-        wake();
-      },
-      error: (code: string, message: string) => {
-        this.errors.push({ code, message });
-        this.wire.push(`${code} ${message}`);
-        wake();
-      },
-      closed: (code: number) => {
-        this.closeCode = code;
-        wake();
-      },
-    };
-  }
-
-  /** Waits (bounded) until `cond` holds, re-checked on each thing the terminal is told. */
-  async until(what: string, cond: () => boolean, timeoutMs = 15_000): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    while (!cond()) {
-      const left = deadline - Date.now();
-      if (left <= 0) assert.fail(`terminal: ${what} did not happen within ${timeoutMs} ms; it shows:\n${JSON.stringify(this.text.slice(-1500))}`);
-      await new Promise<void>((resolve) => {
-        const t = setTimeout(resolve, left);
-        this.waiters.push(() => {
-          clearTimeout(t);
-          resolve();
-        });
-      });
-    }
-  }
-
-  /** Output after `mark` (a position in `text`) matching `re`. */
-  async see(re: RegExp, from = 0, timeoutMs?: number): Promise<RegExpMatchArray> {
-    let m: RegExpMatchArray | null = null;
-    await this.until(`output ${re}`, () => (m = this.text.slice(from).match(re)) !== null, timeoutMs);
-    return m as unknown as RegExpMatchArray;
-  }
-}
 
 describe('OpenSandbox interactive terminal through the local gateway (GET P/pty)', function () {
   this.timeout(120_000);
@@ -142,52 +82,17 @@ describe('OpenSandbox interactive terminal through the local gateway (GET P/pty)
     return t;
   }
 
-  it('the status advertises the terminal for an OpenSandbox Run and not for a local process Run, which is refused in words', async () => {
+  it('the status advertises the terminal for an OpenSandbox Run', async () => {
     const status = await gc.status();
     assert.equal(status.capabilities?.terminal, true);
     wire.push(JSON.stringify(status, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v)));
-
-    const local = await call(gw, 'POST', runsPath(), {
-      body: { apiVersion: 'kruntimes.io/v1alpha1', kind: 'Run', metadata: { generateName: 'proc-' }, spec: { runtime: 'process', mode: { session: {} } } },
-    });
-    const procRun = await waitPhase(gw, local.json() as Run, ['Ready'], 30_000);
-    const procClient = new GatewayClient({ endpoint: { url: procRun.status?.endpoint?.url ?? '' }, token: gw.token });
-    try {
-      assert.equal((await procClient.status()).capabilities?.terminal, undefined, 'no terminal advertised');
-      const refused = await procClient.openTerminal({}, new Term(wire).handlers()).then(
-        () => assert.fail('a process Run has no PTY'),
-        (err: unknown) => err,
-      );
-      assert.ok(refused instanceof TerminalRefusedError, String(refused));
-      assert.equal(refused.status, 409);
-      assert.match(refused.message, /no interactive terminal/);
-      assert.match(refused.message, /line-based Sandbox terminal/);
-    } finally {
-      await procClient.close();
-      await patchTermination(gw, procRun, 'Immediate');
-    }
   });
-
-  /**
-   * Runs `stty size` until it shows `rows cols`: the simulator applies a size out of band (as
-   * `stty -F` on the sandbox's pty) — each round is observable output, bounded in time.
-   */
-  async function waitSize(t: Term, rows: number, cols: number): Promise<void> {
-    const deadline = Date.now() + 10_000;
-    for (;;) {
-      const mark = t.text.length;
-      t.socket.write('stty size; echo size-d""one\r');
-      await t.see(/size-done/, mark);
-      if (new RegExp(`^${rows} ${cols}\\r?$`, 'm').test(t.text.slice(mark))) return;
-      assert.ok(Date.now() < deadline, `stty size never showed ${rows} ${cols}:\n${t.text.slice(-400)}`);
-    }
-  }
 
   it('the terminal has the editor’s size from the start (no resize frame sent), and `stty size` sees a resize', async () => {
     const t = await shell({ cols: 101, rows: 31 });
-    await waitSize(t, 31, 101);
+    await t.waitSize(31, 101);
     t.socket.resize(133, 41);
-    await waitSize(t, 41, 133);
+    await t.waitSize(41, 133);
   });
 
   it('Ctrl+C is a byte that interrupts `sleep` at once (the shell reports 130), and the shell lives on', async () => {
