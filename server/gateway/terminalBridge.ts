@@ -9,7 +9,7 @@
 // connection with 4001. The client's close 1000 ends the program; any other close detaches.
 import type { RawData, WebSocket } from 'ws';
 import { z } from 'zod';
-import { TerminalClientFrameSchema, TerminalCloseCode, TerminalSessionIdSchema, type TerminalServerFrame } from '../../protocol/kruntimes/terminalSocket';
+import { TerminalClientFrameSchema, TerminalCloseCode, TerminalSessionIdSchema, type TerminalServerFrame } from '../../protocol/kruntimes/terminalFrames';
 import type { LocalSession } from '../local/localSession';
 import { invalidArgument } from '../local/sessionError';
 import type { WorkspaceTerminal, WorkspaceTerminalOptions, WorkspaceTerminalSink } from '../local/workspaceTerminal';

@@ -13,7 +13,7 @@ import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
-import { TerminalCloseCode } from '../../protocol/kruntimes/terminalSocket';
+import { TerminalCloseCode } from '../../protocol/kruntimes/terminalFrames';
 import { readProcStat } from '../platform/processIdentity';
 import type { ProbeResult, SpawnPlan } from './backend';
 import { failedPrecondition, notFound } from './sessionError';
