@@ -26,6 +26,18 @@ export async function newLocalSandbox(): Promise<SandboxSummary> {
   return created;
 }
 
+/** Resolves with `terminal` once VS Code has closed it (its exit status set). */
+export function whenClosed(terminal: vscode.Terminal): Promise<vscode.Terminal> {
+  return new Promise((resolve) => {
+    const sub = vscode.window.onDidCloseTerminal((t) => {
+      if (t === terminal) {
+        sub.dispose();
+        resolve(t);
+      }
+    });
+  });
+}
+
 export async function until(condition: () => boolean | Promise<boolean>, what: string, timeoutMs = 15_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await condition())) {

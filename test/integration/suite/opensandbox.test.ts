@@ -11,7 +11,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import * as vscode from 'vscode';
 import type { SandboxSummary } from '../../../protocol/sandboxes';
-import { api, newLocalSandbox, plain, until } from './helpers';
+import { api, newLocalSandbox, plain, until, whenClosed } from './helpers';
 import { openSandboxVault, typeIntoQuickInput } from './runnerBridge';
 
 const DOMAIN = process.env.SANDBOX_SESSIONS_IT_OPENSANDBOX_DOMAIN ?? '';
@@ -106,14 +106,7 @@ describe('OpenSandbox sandboxes in VS Code (simulator)', () => {
     const terminal = await vscode.commands.executeCommand<vscode.Terminal | undefined>('sandboxSessions.openInteractiveTerminal', sandbox.key);
     assert.ok(terminal, 'an interactive terminal was opened');
     const screen = () => plain(exported.terminalTranscript(terminal) ?? '');
-    const closed = new Promise<vscode.Terminal>((resolve) => {
-      const sub = vscode.window.onDidCloseTerminal((t) => {
-        if (t === terminal) {
-          sub.dispose();
-          resolve(t);
-        }
-      });
-    });
+    const closed = whenClosed(terminal);
     try {
       terminal.show();
       await until(() => /[$#] $/m.test(screen()), 'the shell prompt', 30_000);
@@ -155,14 +148,7 @@ describe('OpenSandbox sandboxes in VS Code (simulator)', () => {
     const terminal = await vscode.commands.executeCommand<vscode.Terminal | string | undefined>('sandboxSessions.openInteractiveTerminal', local.key);
     assert.ok(terminal && typeof terminal !== 'string', `an interactive terminal was opened: ${String(terminal)}`);
     const screen = () => plain(exported.terminalTranscript(terminal) ?? '');
-    const closed = new Promise<vscode.Terminal>((resolve) => {
-      const sub = vscode.window.onDidCloseTerminal((t) => {
-        if (t === terminal) {
-          sub.dispose();
-          resolve(t);
-        }
-      });
-    });
+    const closed = whenClosed(terminal);
     try {
       terminal.show();
       await until(() => /[$#] $/m.test(screen()), 'the shell prompt', 30_000);

@@ -12,6 +12,7 @@ import { GatewayClient } from '../../../protocol/kruntimes/gatewayClient';
 import type { Run } from '../../../protocol/kruntimes/run';
 import { TerminalRefusedError } from '../../../protocol/kruntimes/terminalSocket';
 import { startGateway, type RunningGateway } from '../../../server/gateway/daemon';
+import { expectEndedByDrain, TerminalOpener, terminalContract } from '../../fixtures/terminalContract';
 import { Term } from '../../fixtures/terminalTerm';
 import { until } from '../../fixtures/waits';
 import { call, patchTermination, runsPath, waitPhase } from './harness';
@@ -47,8 +48,8 @@ for (const runtime of ['process', 'bubblewrap'] as const) {
     let stateDir: string;
     let run: Run;
     let gc: GatewayClient;
-    const wire: string[] = [];
-    const open: Term[] = [];
+    const terms = new TerminalOpener(() => gc);
+    const { openTerm, shell } = terms;
 
     before(async () => {
       stateDir = fs.mkdtempSync(path.join(os.tmpdir(), `ss-local-pty-${runtime}-`));
@@ -57,9 +58,7 @@ for (const runtime of ['process', 'bubblewrap'] as const) {
       gc = new GatewayClient({ endpoint: { url: run.status?.endpoint?.url ?? '' }, token: gw.token });
     });
 
-    afterEach(() => {
-      for (const t of open.splice(0)) t.socket?.end();
-    });
+    afterEach(() => terms.endAll());
 
     after(async () => {
       await gc?.close();
@@ -67,125 +66,27 @@ for (const runtime of ['process', 'bubblewrap'] as const) {
       fs.rmSync(stateDir, { recursive: true, force: true });
     });
 
-    async function openTerm(q: Parameters<GatewayClient['openTerminal']>[0] = {}): Promise<Term> {
-      const t = new Term(wire);
-      t.socket = await gc.openTerminal(q, t.handlers());
-      open.push(t);
-      return t;
-    }
-
-    /** A new terminal whose shell has started (its prompt, ending in `$ ` or `# `, is on screen). */
-    async function shell(q: Parameters<GatewayClient['openTerminal']>[0] = {}): Promise<Term> {
-      const t = await openTerm(q);
-      await t.see(/[$#] $/m);
-      return t;
-    }
-
-    /** Types `line` and returns what the shell printed up to `done` (a marker the typed line does not contain). */
-    async function typed(t: Term, line: string): Promise<string> {
-      const mark = t.text.length;
-      t.socket.write(`${line}; echo do""ne-$((40+2))\r`);
-      await t.see(/done-42/, mark);
-      return t.text.slice(mark);
-    }
-
     it("is advertised; the shell starts in the workspace (or a folder of it) with the Run's environment", async () => {
       assert.equal((await gc.status()).capabilities?.terminal, true);
       const t = await shell();
-      const here = await typed(t, 'pwd; echo "art=$KRUNTIME_ARTIFACTS_DIR term=$TERM"');
+      const here = await t.typed('pwd; echo "art=$KRUNTIME_ARTIFACTS_DIR term=$TERM"');
       assert.match(here, /\/runs\/[^/]+\/workspace\r?\n/);
       assert.match(here, /art=\/\S+\/artifacts term=xterm-256color/);
       await gc.createDirectory('sub');
       const inSub = await shell({ cwd: 'sub' });
-      assert.match(await typed(inSub, 'pwd'), /\/workspace\/sub\r?\n/);
+      assert.match(await inSub.typed('pwd'), /\/workspace\/sub\r?\n/);
     });
 
-    it('has the editor’s size from the start and follows a resize', async () => {
-      const t = await shell({ cols: 101, rows: 31 });
-      await t.waitSize(31, 101);
-      t.socket.resize(133, 41);
-      await t.waitSize(41, 133);
-    });
-
-    it('Ctrl+C is a byte that interrupts `sleep` (the shell reports 130); a SIGINT frame does the same', async () => {
-      const t = await shell();
-      for (const interrupt of [() => t.socket.write(Buffer.of(0x03)), () => t.socket.signal('SIGINT')]) {
-        let mark = t.text.length;
-        t.socket.write(`sh -c 'printf "sl%sping\\n" ee; exec sleep 60'\r`);
-        await t.see(/^sleeping\r?$/m, mark);
-        mark = t.text.length;
-        interrupt();
-        await t.see(/[$#] $/, mark, 10_000); // the prompt is back long before 60 s
-        assert.match(await typed(t, 'echo "rc=$?"'), /rc=130/);
-      }
-    });
-
-    it('a full-screen program (vi) runs: alternate screen, insert mode, :wq — the file is in the workspace', async () => {
-      const t = await shell({ cols: 90, rows: 24 });
-      const mark = t.text.length;
-      t.socket.write('vi -u NONE vi-made.txt\r');
-      await t.until('vi switches to the alternate screen', () => t.text.slice(mark).includes('\x1b[?1049h'));
-      t.socket.write('ihello from vi in the sandbox\x1b');
-      t.socket.write(':wq\r');
-      await t.until('vi leaves the alternate screen', () => t.text.slice(mark).includes('\x1b[?1049l'));
-      await t.see(/[$#] $/m, t.text.lastIndexOf('\x1b[?'));
-      assert.equal((await gc.read('vi-made.txt')).contents.toString('utf8'), 'hello from vi in the sandbox\n');
-    });
-
-    it('the exit code arrives as an exit frame, then the socket closes normally', async () => {
-      const t = await shell();
-      t.socket.write('exit 7\r');
-      await t.until('exit frame and close', () => t.closeCode !== undefined);
-      assert.equal(t.exitCode, 7);
-      assert.equal(t.closeCode, 1000);
-    });
-
-    it('one connection at a time: 409 without takeover; the evicted one is told (4001); replay, detach, reattach, end', async () => {
-      const a = await shell();
-      await typed(a, 'echo first-wi""ndow');
-      const session = a.socket.session;
-      const refused = await openTerm({ session }).then(
-        () => assert.fail('attached twice'),
-        (err: unknown) => err,
-      );
-      assert.ok(refused instanceof TerminalRefusedError, String(refused));
-      assert.equal(refused.status, 409);
-      assert.match(refused.message, /takeover/);
-
-      const b = await openTerm({ session, takeover: true, since: 0 });
-      await a.until('the evicted terminal closes', () => a.closeCode !== undefined);
-      assert.equal(a.closeCode, 4001);
-      assert.deepEqual(a.errors.map((e) => e.code), ['TAKEN_OVER']);
-      assert.match(b.text, /first-window/, 'the taker replays what the terminal showed');
-      await typed(b, 'echo second-wi""ndow');
-
-      // Detaching leaves the shell running for a later attach; ending (close 1000) ends it.
-      b.socket.detach();
-      await b.until('detached', () => b.closeCode !== undefined);
-      const c = await openTerm({ session });
-      assert.doesNotMatch(c.text, /second-window/, 'no replay unless asked for');
-      await typed(c, 'echo third-wi""ndow');
-      c.socket.end();
-      await c.until('ended', () => c.closeCode !== undefined);
-      const deadline = Date.now() + 10_000;
-      for (;;) {
-        const again = await openTerm({ session }).then(
-          () => undefined,
-          (err: unknown) => err,
-        );
-        if (again instanceof TerminalRefusedError && again.status === 404) break;
-        assert.ok(Date.now() < deadline, `the ended terminal is still attachable: ${String(again)}`);
-      }
-    });
+    terminalContract(() => ({ openTerm, shell, read: async (rel) => (await gc.read(rel)).contents.toString('utf8'), url: run.status?.endpoint?.url ?? '', token: gw.token }));
 
     if (runtime === 'bubblewrap') {
       it("bubblewrap's isolation holds in the terminal: the host is read-only, the workspace writable, its own pids", async () => {
         const t = await shell();
-        assert.match(await typed(t, 'touch /usr/ss-pty-escape 2>&1'), /Read-only file system/);
+        assert.match(await t.typed('touch /usr/ss-pty-escape 2>&1'), /Read-only file system/);
         assert.equal(fs.existsSync('/usr/ss-pty-escape'), false);
-        await typed(t, 'echo inside > made-in-pty.txt');
+        await t.typed('echo inside > made-in-pty.txt');
         assert.equal((await gc.read('made-in-pty.txt')).contents.toString('utf8'), 'inside\n');
-        assert.match(await typed(t, 'echo "pid=$$"'), /pid=[1-9]\r?\n/, 'the shell is one of the first pids of its own namespace');
+        assert.match(await t.typed('echo "pid=$$"'), /pid=[1-9]\r?\n/, 'the shell is one of the first pids of its own namespace');
       });
     }
 
@@ -193,20 +94,12 @@ for (const runtime of ['process', 'bubblewrap'] as const) {
       const t = await shell();
       const marker = `zz${process.pid}${runtime}pty`;
       // A job that ignores the hang-up a closing terminal sends: only the sandbox's end takes it.
-      await typed(t, `nohup bash -c 'exec -a ${marker} sleep 300' >/dev/null 2>&1 & true`);
+      await t.typed(`nohup bash -c 'exec -a ${marker} sleep 300' >/dev/null 2>&1 & true`);
       await until('the job runs', () => processesWith(marker).length > 0);
       const patched = await patchTermination(gw, run, 'Drain');
       assert.equal(patched.status, 200, patched.text);
-      await t.until('the terminal is closed by the drain', () => t.closeCode !== undefined, 30_000);
-      assert.equal(t.closeCode, 1011);
-      assert.equal(t.errors.at(-1)?.code, 'SESSION_GONE');
+      await expectEndedByDrain(t, openTerm);
       await until('no process of the terminal is left', () => processesWith(marker).length === 0, 10_000);
-      const after = await openTerm().then(
-        () => assert.fail('a terminal on a drained Run'),
-        (err: unknown) => err,
-      );
-      assert.ok(after instanceof TerminalRefusedError, String(after));
-      assert.ok([404, 409].includes(after.status), `${after.status} ${after.message}`);
       const done = await waitPhase(gw, run, ['Succeeded', 'Failed'], 30_000);
       assert.equal(done.status?.phase, 'Succeeded', done.status?.message);
     });
