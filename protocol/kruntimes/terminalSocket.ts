@@ -1,4 +1,4 @@
-// The interactive terminal of a sandbox whose workspace has a PTY (an OpenSandbox sandbox): a
+// The interactive terminal of a sandbox whose workspace has a PTY (a local or an OpenSandbox sandbox): a
 // local-gateway extension of the access API, advertised as `capabilities.terminal`, that the
 // editor speaks to instead of the substrate's own terminal socket — the gateway bridges it, so
 // the substrate's credentials never leave the gateway. `GET P/pty` upgraded to a WebSocket:

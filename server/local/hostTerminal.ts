@@ -77,6 +77,11 @@ export class HostTerminals {
   }
 }
 
+/** A terminal size as `stty` takes it (the access API allows 1..10000), else `otherwise`. */
+function dimension(n: number | undefined, otherwise: number): number {
+  return n !== undefined && Number.isInteger(n) && n >= 1 && n <= 10_000 ? n : otherwise;
+}
+
 /** Shell-quotes one word for `sh -c`. */
 function quote(word: string): string {
   return `'${word.replace(/'/g, `'\\''`)}'`;
@@ -91,13 +96,13 @@ class HostTerminalSession {
   private keptBytes = 0;
   private total = 0;
   private holder: HostTerminalConnection | undefined;
-  private exited: Promise<number>;
+  private readonly exited: Promise<number>;
   private exitCode: number | undefined;
   private ptyPath: string | undefined;
 
   constructor(plan: SpawnPlan, cwd: string, env: Record<string, string>, o: WorkspaceTerminalOptions, onGone: (s: HostTerminalSession) => void) {
-    const cols = o.cols ?? DEFAULT_SIZE.cols;
-    const rows = o.rows ?? DEFAULT_SIZE.rows;
+    const cols = dimension(o.cols, DEFAULT_SIZE.cols);
+    const rows = dimension(o.rows, DEFAULT_SIZE.rows);
     // `script -c` runs its command with $SHELL: /bin/sh here, the session's own SHELL given back to the program.
     const shellVar = env.SHELL !== undefined ? `SHELL=${quote(env.SHELL)}; export SHELL; ` : 'unset SHELL; ';
     const command = `stty cols ${cols} rows ${rows} 2>/dev/null; ${shellVar}exec ${[plan.file, ...plan.args].map(quote).join(' ')}`;
@@ -168,7 +173,7 @@ class HostTerminalSession {
 
   resize(cols: number, rows: number): void {
     const pty = this.pty();
-    if (pty !== undefined) execFile('stty', ['-F', pty, 'cols', String(cols), 'rows', String(rows)], () => undefined);
+    if (pty !== undefined && dimension(cols, 0) > 0 && dimension(rows, 0) > 0) execFile('stty', ['-F', pty, 'cols', String(cols), 'rows', String(rows)], () => undefined);
   }
 
   signal(signal: WorkspaceTerminalSignal): void {

@@ -363,7 +363,7 @@ export class LocalSession {
     if (!open) {
       throw new SessionError(
         'FailedPrecondition',
-        `this sandbox has no interactive terminal (backend "${this.config.backend.name}" has no PTY here${this.config.backend.remote ? '' : ": util-linux's script is not installed on this machine"}); use the line-based Sandbox terminal`,
+        `this sandbox has no interactive terminal (backend "${this.config.backend.name}" has no PTY here${this.config.backend.remote ? '' : ": a local sandbox's terminal needs util-linux's script on this machine"}); use the line-based Sandbox terminal`,
       );
     }
     this.touch();
