@@ -162,6 +162,17 @@ export function sandboxTooltip(s: SandboxSummary): vscode.MarkdownString {
   return md;
 }
 
+/**
+ * A sandbox row's context value, which picks its context menu (package.json's `view/item/context`):
+ * `sandbox.<phase>[.pty][.agents][.artifacts]`. `.pty`: its provider serves interactive terminals (the local
+ * runtime does; a kruntimes gateway's API has none), so Open Interactive Terminal is offered only there.
+ * `.agents` (granted) picks Grant or Revoke; `.artifacts` stays last (menus match /\.artifacts$/).
+ */
+export function sandboxContextValue(s: SandboxSummary): string {
+  const pty = s.ref.provider === 'local' ? '.pty' : '';
+  return `sandbox.${s.phase ?? 'Pending'}${pty}${s.grantedToAgents ? '.agents' : ''}${s.artifacts?.length ? '.artifacts' : ''}`;
+}
+
 export class SandboxTreeProvider implements vscode.TreeDataProvider<SandboxTreeNode>, vscode.Disposable {
   private readonly emitter = new vscode.EventEmitter<SandboxTreeNode | undefined>();
   readonly onDidChangeTreeData = this.emitter.event;
@@ -228,8 +239,7 @@ export class SandboxTreeProvider implements vscode.TreeDataProvider<SandboxTreeN
         item.description = `${agents ? `${agents} · ` : ''}${s.phase ?? 'Pending'}${s.reason && s.phase !== 'Ready' ? ` · ${s.reason}` : ''} · ${s.runtime}`;
         item.iconPath = sandboxIcon(s);
         item.tooltip = sandboxTooltip(s);
-        // `.agents` (granted) picks Grant or Revoke in the context menu; `.artifacts` stays last (menus match /\.artifacts$/).
-        item.contextValue = `sandbox.${s.phase ?? 'Pending'}${s.grantedToAgents ? '.agents' : ''}${s.artifacts?.length ? '.artifacts' : ''}`;
+        item.contextValue = sandboxContextValue(s);
         if (s.phase === 'Ready') {
           item.command = { command: 'sandboxSessions.openSandbox', title: 'Open Sandbox', arguments: [node] };
         }

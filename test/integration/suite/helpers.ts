@@ -89,3 +89,24 @@ export async function sandboxTask(label: string, command: string, sandboxKey: st
   });
   return { task: task as vscode.Task, exitCode };
 }
+
+type MenuEntry = { command: string; when?: string };
+
+/**
+ * The commands a tree item's context menu shows in `view`: package.json's `view/item/context` entries whose
+ * `when` holds for that item. Evaluates the clauses these menus use (`view == …`, `viewItem == …`,
+ * `viewItem =~ /…/`, joined by `&&`) and throws on any other, so a menu this cannot read never passes unread.
+ */
+export function contextMenu(view: string, contextValue: string | undefined): string[] {
+  const extension = vscode.extensions.getExtension(EXTENSION_ID);
+  const menus = (extension?.packageJSON as { contributes: { menus: Record<string, MenuEntry[]> } }).contributes.menus;
+  const holds = (clause: string): boolean => {
+    const m = /^(view|viewItem) (==|=~) (.+)$/.exec(clause.trim());
+    const [, key, op, operand = ''] = m ?? [];
+    const re = /^\/(.*)\/$/.exec(operand)?.[1];
+    if (!m || (op === '=~' && re === undefined)) throw new Error(`contextMenu cannot evaluate "${clause}"`);
+    const value = key === 'view' ? view : (contextValue ?? '');
+    return op === '==' ? value === operand : new RegExp(re ?? '').test(value);
+  };
+  return (menus['view/item/context'] ?? []).filter((e) => (e.when ?? '').split('&&').every(holds)).map((e) => e.command);
+}

@@ -16,7 +16,7 @@ import * as vscode from 'vscode';
 import type { DownloadedArtifact, ProviderInfo, SandboxSummary } from '../../../protocol/sandboxes';
 import { kubeconfigFromSetting } from '../../../extension/companion/kubeconfigSetting';
 import type { SandboxTreeNode } from '../../../extension/views/sandboxTree';
-import { api, plain, until } from './helpers';
+import { api, contextMenu, plain, until } from './helpers';
 
 /** The current context: the era-D simulator. */
 const CONTEXT = 'simulator';
@@ -282,7 +282,13 @@ for (const { era, context } of ERAS) {
       }
     });
 
-    it('Open Interactive Terminal says why a kruntimes sandbox has none, and opens nothing', async () => {
+    it('Open Interactive Terminal is not in a kruntimes sandbox\'s menu; asked for anyway, it says why and opens nothing', async () => {
+      const { tree } = await api();
+      const row = (await tree.getChildren(await namespaceNode(context))).find((n) => n.kind === 'sandbox' && n.sandbox.key === sandbox.key);
+      assert.ok(row, 'the sandbox is listed');
+      const menu = contextMenu('sandboxSessions.sandboxes', tree.getTreeItem(row).contextValue);
+      assert.ok(menu.includes('sandboxSessions.openTerminal'), `the line-based terminal is offered: ${menu.join(', ')}`);
+      assert.ok(!menu.includes('sandboxSessions.openInteractiveTerminal'), 'the interactive one is not');
       const before = vscode.window.terminals.length;
       const answer = await vscode.commands.executeCommand<vscode.Terminal | string | undefined>('sandboxSessions.openInteractiveTerminal', sandbox.key);
       assert.equal(typeof answer, 'string', 'the command answers with the reason it shows');

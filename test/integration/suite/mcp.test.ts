@@ -12,7 +12,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import * as vscode from 'vscode';
 import type { SandboxSummary } from '../../../protocol/sandboxes';
-import { api, EXTENSION_ID, newLocalSandbox, until } from './helpers';
+import { api, contextMenu, EXTENSION_ID, newLocalSandbox, until } from './helpers';
 
 const SETTING = 'mcp.allowProcessBackend';
 
@@ -106,14 +106,16 @@ describe('MCP server definition provider', function () {
     assert.equal(granted?.grantedToAgents, true);
     const row = await sandboxRow(mine.key);
     assert.match(String(row.description), /^granted to agents · Ready/);
-    assert.match(String(row.contextValue), /^sandbox\.Ready\.agents/, 'the context menu offers Revoke from Agents');
+    assert.ok(contextMenu('sandboxSessions.sandboxes', row.contextValue).includes('sandboxSessions.revokeFromAgents'), 'the context menu offers Revoke from Agents');
+    assert.ok(!contextMenu('sandboxSessions.sandboxes', row.contextValue).includes('sandboxSessions.grantToAgents'), 'and not Grant');
     const after = await exec();
     assert.notEqual(after.isError, true, JSON.stringify(after.content));
     assert.equal((after.structuredContent as { stdout: string }).stdout, 'agent-was-here\n');
 
     const revoked = await vscode.commands.executeCommand<SandboxSummary | undefined>('sandboxSessions.revokeFromAgents', mine.key);
     assert.equal(revoked?.grantedToAgents, undefined);
-    assert.equal((await sandboxRow(mine.key)).contextValue, 'sandbox.Ready', 'the context menu offers Grant to Agents again');
+    const menu = contextMenu('sandboxSessions.sandboxes', (await sandboxRow(mine.key)).contextValue);
+    assert.ok(menu.includes('sandboxSessions.grantToAgents') && !menu.includes('sandboxSessions.revokeFromAgents'), 'the context menu offers Grant to Agents again');
     assert.match(JSON.stringify((await exec()).content), /not_granted/);
     await vscode.commands.executeCommand('notifications.clearAll');
   });

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import * as vscode from 'vscode';
 import type { RunPhase } from '../../../protocol/kruntimes/run';
 import type { SandboxSummary } from '../../../protocol/sandboxes';
-import { api, newLocalSandbox, until } from './helpers';
+import { api, contextMenu, newLocalSandbox, until } from './helpers';
 
 const PHASES: RunPhase[] = ['Pending', 'Scheduled', 'Running', 'Ready', 'Finalizing', 'Succeeded', 'Failed', 'Timeout', 'Cancelled'];
 
@@ -21,7 +21,12 @@ describe('Sandboxes view', () => {
       const item = tree.getTreeItem({ kind: 'sandbox', sandbox: { ...base, phase, reason: phase === 'Failed' ? 'ExecutionLost' : undefined } });
       assert.equal(item.label, 'sbx-view');
       assert.match(String(item.description), new RegExp(`^${phase}`));
-      assert.equal(item.contextValue, `sandbox.${phase}`);
+      assert.equal(item.contextValue, `sandbox.${phase}.pty`);
+      const menu = contextMenu('sandboxSessions.sandboxes', item.contextValue);
+      // A Ready local sandbox offers both terminals; a sandbox in any other phase neither.
+      assert.equal(menu.includes('sandboxSessions.openTerminal'), phase === 'Ready', `${phase}: Open Terminal`);
+      assert.equal(menu.includes('sandboxSessions.openInteractiveTerminal'), phase === 'Ready', `${phase}: Open Interactive Terminal`);
+      assert.equal(menu.includes('sandboxSessions.closeSandbox'), ['Pending', 'Scheduled', 'Running', 'Ready'].includes(phase), `${phase}: Close`);
       icons.add((item.iconPath as vscode.ThemeIcon).id);
       assert.match((item.tooltip as vscode.MarkdownString).value, new RegExp(phase));
       if (phase === 'Failed') assert.match(String(item.description), /ExecutionLost/);
