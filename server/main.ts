@@ -32,11 +32,11 @@ export const commands: Readonly<Record<string, CommandEntry>> = {
     load: () => import('./cli/serverCommand.js').then((m) => ({ help: m.SERVER_HELP, handler: m.runServerCommand })),
   },
   gateway: {
-    summary: 'run the local gateway daemon (--detach, --stop)',
+    summary: 'run the local gateway daemon (--detach, --status, --stop)',
     load: () => import('./cli/gateway.js').then((m) => ({ help: m.GATEWAY_HELP, handler: (argv, io) => m.runGatewayCommand(argv, io) })),
   },
   sandbox: {
-    summary: 'local sandboxes: create|list|get|exec|cancel|close|delete|artifacts|logs|port-forward',
+    summary: 'local sandboxes: create|list|get|exec|cancel|close|delete|artifacts|operations|logs|port-forward',
     load: () => import('./cli/sandbox.js').then((m) => ({ help: m.SANDBOX_HELP, handler: (argv, io) => m.runSandboxCommand(argv, io) })),
   },
   kruntimes: {
@@ -52,7 +52,7 @@ export const commands: Readonly<Record<string, CommandEntry>> = {
     load: () => import('./cli/bundle.js').then((m) => ({ help: m.BUNDLE_HELP, handler: m.runBundleCommand })),
   },
   session: {
-    summary: 'the session repository: list|show|revisions|checkout|commit|delete|activate|fork|gc',
+    summary: 'the session repository: list|show|revisions|checkout|commit|delete|activate|fork|diff|gc',
     load: () => import('./cli/session.js').then((m) => ({ help: m.SESSION_HELP, handler: m.runSessionCommand })),
   },
   mcp: {
@@ -107,7 +107,7 @@ export async function main(argv: string[], io: CommandIo): Promise<number> {
   // `help [<command> [<subcommand>]]`
   if (name === 'help') {
     const [topic, ...sub] = rest;
-    if (topic === undefined) {
+    if (topic === undefined || topic === '--help' || topic === '-h') {
       io.stdout.write(usage());
       return 0;
     }

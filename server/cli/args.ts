@@ -58,6 +58,14 @@ export function flag(args: ParsedArgs, name: string): string | undefined {
   return v?.[v.length - 1];
 }
 
+/** `--name N`, a whole number ≥ 1 (of `unit`, named in the error), or undefined when the flag is absent. */
+export function positiveIntFlag(args: ParsedArgs, name: string, unit = 'seconds'): number | undefined {
+  const v = flag(args, name);
+  if (v === undefined) return undefined;
+  if (!/^\d+$/.test(v) || Number(v) < 1 || !Number.isSafeInteger(Number(v))) throw new UsageError(`--${name} needs a positive whole number of ${unit}, got ${v}`);
+  return Number(v);
+}
+
 export function bool(args: ParsedArgs, name: string): boolean {
   const v = flag(args, name);
   return v !== undefined && v !== 'false';
@@ -74,21 +82,28 @@ export function writeLine(stream: NodeJS.WritableStream, text: string): void {
  */
 export function parseVerb(
   argv: string[],
-  usage: string,
+  usage: string | CommandHelp,
   spec: { booleans: string[]; values: string[] },
   stderr: NodeJS.WritableStream,
 ): { verb: string; args: ParsedArgs } | { exitCode: number } {
   const [verb, ...rest] = argv;
   if (!verb) {
-    writeLine(stderr, usage);
+    writeLine(stderr, typeof usage === 'string' ? usage : usage.usage);
     return { exitCode: 2 };
   }
   try {
     return { verb, args: parseArgs(rest, spec) };
   } catch (err) {
-    writeLine(stderr, `error: ${(err as Error).message}\n${usage}`);
+    writeLine(stderr, `error: ${(err as Error).message}\n${verbUsage(usage, verb)}`);
     return { exitCode: 2 };
   }
+}
+
+/** What a usage error of `verb` ends with: that verb's own usage when the help has one, else the command's. */
+export function verbUsage(usage: string | CommandHelp, verb: string): string {
+  if (typeof usage === 'string') return usage;
+  const subcommands = usage.subcommands ?? {};
+  return Object.hasOwn(subcommands, verb) ? (subcommands[verb] as string) : usage.usage;
 }
 
 /** What `--help` prints for one command: its usage, and each subcommand's own usage by name. */

@@ -14,8 +14,9 @@ import type { CommandIo } from './io';
 
 const USAGE = `usage: sandbox-sessions mcp [--stdio | --http [--port N] [--host 127.0.0.1] [--token-file PATH]] [--allow-process]
   the Model Context Protocol server for agents (docs/mcp.md). Tools: sandbox_create, sandbox_list, sandbox_exec,
-  sandbox_read_file, sandbox_write_file, sandbox_list_files, sandbox_close, sandbox_cancel, session_save,
-  session_open_revision, session_fork, session_activate; sandbox files as resources (sandbox://<key>/<path>).
+  sandbox_read_file, sandbox_write_file, sandbox_list_files, sandbox_search, sandbox_close, sandbox_cancel,
+  session_save, session_diff, session_open_revision, session_fork, session_activate; sandbox files as resources
+  (sandbox://<key>/<path>).
   Agents may use only sandboxes this server created or that carry the label sandbox-sessions.dev/agents=granted.
   Logs go to stderr.
   --stdio            serve over stdin/stdout (the default)

@@ -1,15 +1,17 @@
 // `sandbox-sessions sandbox <verb>`: local sandboxes from a shell — create, list, get, exec,
 // cancel, close (Drain, or --immediate), delete, artifacts, operations, logs (runtimed's log of
 // the Run, like `kubectl logs`), port-forward (portForward.ts, like `kubectl port-forward`) — with `--json` for
-// scripts. It finds (or starts) the local gateway daemon through the state file. `cancel`
-// still works when the daemon is gone: it kills from the command's exec record.
+// scripts. It finds the local gateway daemon through the state file and starts it when none runs (the
+// sandboxes it kept come back with it). `cancel` never starts it: without a daemon it kills from the command's
+// exec record.
 import { randomBytes } from 'node:crypto';
 import type { SessionOperation } from '../../protocol/kruntimes/gateway';
-import { isTerminalPhase, type Run } from '../../protocol/kruntimes/run';
+import { isTerminalPhase, parseGoDuration, type Run } from '../../protocol/kruntimes/run';
 import type { LocalGatewayClient } from '../gateway/localClient';
 import { defaultStateDir, StateLayout } from '../local/stateRoot';
 import { CREDENTIAL_FLAG_HELP, CREDENTIAL_FLAG_SYNOPSIS, credentialValues, parseCredentialFlags } from './credentialFlag';
-import { bool, type CommandHelp, flag, type ParsedArgs, parseVerb, UsageError, verbHelp, writeLine } from './args';
+import { bool, type CommandHelp, flag, type ParsedArgs, parseVerb, positiveIntFlag, UsageError, verbHelp, verbUsage, writeLine } from './args';
+import { commandExitCode, INTERRUPTED_EXIT_CODE } from './commandExitCode';
 import { logQuery, readLogUntilInterrupt, withKubectlFollow } from './logFlags';
 import { parsePortSpec, PORT_FORWARD_SYNOPSIS, runPortForward } from './portForward';
 import { type CommandIo as CliIo, readAll } from './io';
@@ -24,14 +26,17 @@ async function localClient(): Promise<typeof import('../gateway/localClient.js')
   return localClientModule;
 }
 
-/** No daemon: none in the state file, or (connected without a probe) its port refused the first request. */
+/** No daemon: its process lives but its port refused the first request (or, for `cancel`, none answers /healthz). */
 async function gatewayNotRunning(): Promise<Error> {
   return new (await localClient()).LocalApiError(503, 'the local gateway is not running; start it with `sandbox-sessions gateway --detach`');
 }
 
+/** The daemon's 404 for a Run (`runs.kruntimes.io "NAME" not found`), said in this CLI's words. */
+const RUN_NOT_FOUND = /^runs\.kruntimes\.io "([^"]*)" not found$/;
+
 /** Every verb of `sandbox`, with its synopsis (the help text); the dispatcher accepts only these. */
 const VERBS = {
-  create: `create [--name N] [--runtime process|bubblewrap|opensandbox] [--idle-timeout S] [--timeout DUR]
+  create: `create [--name N] [--runtime process|bubblewrap|opensandbox] [--idle-timeout S] [--lease-timeout S] [--timeout DUR]
     [--queue-size N] [--operation-timeout DUR] [--env K=V]... [--no-wait]
     opensandbox: [--image IMAGE] [--cpu Q] [--memory Q] [--ttl-seconds S] [--allow-egress DOMAIN]...
     [${CREDENTIAL_FLAG_SYNOPSIS}]...
@@ -53,12 +58,11 @@ const VERBS = {
 type Verb = keyof typeof VERBS;
 
 export const SANDBOX_HELP: CommandHelp = verbHelp('sandbox', VERBS, 'common: --namespace NS (default "default"), --state-dir DIR, --json');
-const USAGE = SANDBOX_HELP.usage;
 
 const BOOLEANS = ['json', 'no-wait', 'all-namespaces', 'isolate-network', 'immediate', 'follow', 'timestamps', 'stdin'];
 /** Raw stdin that still fits the gateway's 1 MiB request once base64-encoded (with the request around it). */
 const STDIN_LIMIT_BYTES = 700 * 1024;
-const VALUES = ['image', 'cpu', 'memory', 'ttl-seconds', 'allow-egress', 'credential', 'name', 'runtime', 'idle-timeout', 'timeout', 'queue-size', 'operation-timeout', 'env', 'namespace', 'state-dir', 'shell', 'workdir', 'timeout-ms', 'operation-id', 'tail', 'since', 'since-time'];
+const VALUES = ['image', 'cpu', 'memory', 'ttl-seconds', 'allow-egress', 'credential', 'name', 'runtime', 'idle-timeout', 'lease-timeout', 'timeout', 'queue-size', 'operation-timeout', 'env', 'namespace', 'state-dir', 'shell', 'workdir', 'timeout-ms', 'operation-id', 'tail', 'since', 'since-time'];
 
 export interface SandboxCommandOptions {
   /** How to start the daemon when none runs (default: this program with `gateway`). */
@@ -76,11 +80,12 @@ function runSummary(run: Run): Record<string, unknown> {
     phase: run.status?.phase ?? 'Pending',
     message: run.status?.message,
     endpoint: run.status?.endpoint?.url,
+    ...(run.status?.artifactRefs?.length ? { artifacts: run.status.artifactRefs } : {}),
   };
 }
 
 export async function runSandboxCommand(argv: string[], io: CliIo, opts: SandboxCommandOptions = {}): Promise<number> {
-  const parsed = parseVerb(withKubectlFollow(argv), USAGE, { booleans: BOOLEANS, values: VALUES }, io.stderr);
+  const parsed = parseVerb(withKubectlFollow(argv), SANDBOX_HELP, { booleans: BOOLEANS, values: VALUES }, io.stderr);
   if ('exitCode' in parsed) return parsed.exitCode;
   const { args } = parsed;
   const verb = parsed.verb as Verb;
@@ -93,10 +98,11 @@ export async function runSandboxCommand(argv: string[], io: CliIo, opts: Sandbox
     if (v === undefined) throw new UsageError(`${verb} needs ${what}`);
     return v;
   };
-  const connect = async (start: boolean, probe = false): Promise<LocalGatewayClient> => {
+  const connect = async (probeOnly = false): Promise<LocalGatewayClient> => {
     const [{ ensureGateway, findGateway, findLiveGatewayUnprobed }, { LocalGatewayClient }] = await Promise.all([import('../gateway/daemonClient.js'), localClient()]);
-    // Not probed unless asked: the verb's first request is the probe (a refused connection is "not running", below).
-    const handle = start ? await ensureGateway({ stateDir, command: opts.gatewayCommand }) : probe ? await findGateway(stateDir) : await findLiveGatewayUnprobed(stateDir);
+    // A live daemon is taken without a probe: the verb's first request is one (a refused connection is "not
+    // running", below). None alive: it is started, with a probe, as `doctor` says ("starts on demand").
+    const handle = probeOnly ? await findGateway(stateDir) : ((await findLiveGatewayUnprobed(stateDir)) ?? (await ensureGateway({ stateDir, command: opts.gatewayCommand })));
     if (!handle) throw await gatewayNotRunning();
     return new LocalGatewayClient(handle.url, handle.token, undefined, true); // a short-lived process: node:http
   };
@@ -109,14 +115,29 @@ export async function runSandboxCommand(argv: string[], io: CliIo, opts: Sandbox
     const err = (await import('../gateway/daemonClient.js')).isConnectionRefused(caught) ? await gatewayNotRunning() : caught;
     const { exitCodeFor } = await import('../errorMapping.js');
     if (err instanceof UsageError) {
-      writeLine(io.stderr, `error: ${err.message}\n${USAGE}`);
+      writeLine(io.stderr, `error: ${err.message}\n${verbUsage(SANDBOX_HELP, verb)}`);
       return exitCodeFor(err);
     }
-    const { LocalApiError } = await localClient();
-    const message = err instanceof LocalApiError ? `${err.message} (HTTP ${err.status})` : (err as Error).message;
+    const message = await errorText(err, ns, verb === 'create' && flag(args, 'runtime') === 'opensandbox' ? (opts.env ?? process.env) : undefined);
     writeLine(io.stderr, json ? JSON.stringify({ error: message }) : `error: ${message}`);
     return exitCodeFor(err);
   }
+}
+
+/**
+ * A failure in words a user can act on: the daemon's Kubernetes-style "not found" of a Run names the sandbox
+ * and where to see them; an OpenSandbox refusal says when this shell's settings are not the daemon's.
+ */
+async function errorText(err: unknown, ns: string, openSandboxEnv: NodeJS.ProcessEnv | undefined): Promise<string> {
+  const { LocalApiError } = await localClient();
+  if (!(err instanceof LocalApiError)) return (err as Error).message;
+  const missing = err.status === 404 ? RUN_NOT_FOUND.exec(err.message) : null;
+  if (missing) return `no sandbox ${ns}/${missing[1]} here (\`sandbox-sessions sandbox list --all-namespaces\` lists them)`;
+  const { NO_CONNECTION_MESSAGE } = await import('../sandboxes/opensandbox/connectionFile.js');
+  if (openSandboxEnv?.OPEN_SANDBOX_DOMAIN?.trim() && err.message.includes(NO_CONNECTION_MESSAGE)) {
+    return `${err.message} (HTTP ${err.status}). This shell sets OPEN_SANDBOX_DOMAIN, but the gateway daemon, started earlier, was not given it: stop it with \`sandbox-sessions gateway --stop\` and run this again, and it starts with this environment`;
+  }
+  return `${err.message} (HTTP ${err.status})`;
 }
 
 /** What every verb works with: the parsed flags, where to write, and how to reach the daemon. */
@@ -132,11 +153,11 @@ interface SandboxVerbContext {
   /** The i-th positional argument, or a usage error naming `what`. */
   need(i: number, what: string): string;
   /**
-   * The daemon's client; `start`: start the daemon when none runs (after a /healthz probe). Otherwise a live
-   * daemon process is taken without a probe — a refused first request then fails as "not running" — unless
-   * `probe` asks for /healthz first (a verb that must know before it does anything else).
+   * The daemon's client. A live daemon process is taken without a probe — a refused first request then fails as
+   * "not running" — and none alive is started. `probeOnly`: never start one; "not running" unless /healthz answers
+   * (a verb with a way without the daemon).
    */
-  connect(start: boolean, probe?: boolean): Promise<LocalGatewayClient>;
+  connect(probeOnly?: boolean): Promise<LocalGatewayClient>;
 }
 
 async function createVerb(c: SandboxVerbContext): Promise<number> {
@@ -144,11 +165,13 @@ async function createVerb(c: SandboxVerbContext): Promise<number> {
   // Checked before the daemon is started or reached: a wrong flag changes nothing.
   const credentialBindings = parseCredentialFlags(args.flags.get('credential') ?? []);
   const session: Record<string, unknown> = {};
-  const idle = flag(args, 'idle-timeout');
-  if (idle !== undefined) session.idleTimeoutSeconds = Number(idle);
-  const queue = flag(args, 'queue-size');
-  if (queue !== undefined) session.queueSize = Number(queue);
-  const opTimeout = flag(args, 'operation-timeout');
+  const idle = positiveIntFlag(args, 'idle-timeout');
+  if (idle !== undefined) session.idleTimeoutSeconds = idle;
+  const lease = positiveIntFlag(args, 'lease-timeout');
+  if (lease !== undefined) session.leaseTimeoutSeconds = lease;
+  const queue = positiveIntFlag(args, 'queue-size', 'operations');
+  if (queue !== undefined) session.queueSize = queue;
+  const opTimeout = durationFlag(args, 'operation-timeout');
   if (opTimeout !== undefined) session.operationTimeout = opTimeout;
   const env = (args.flags.get('env') ?? []).map((kv) => {
     const i = kv.indexOf('=');
@@ -156,20 +179,20 @@ async function createVerb(c: SandboxVerbContext): Promise<number> {
     return { name: kv.slice(0, i), value: kv.slice(i + 1) };
   });
   const name = flag(args, 'name');
-  const timeout = flag(args, 'timeout');
-  const ttl = flag(args, 'ttl-seconds');
+  const timeout = durationFlag(args, 'timeout');
+  const ttl = positiveIntFlag(args, 'ttl-seconds');
   const { openSandboxAnnotations } = await import('../sandboxes/opensandbox/runSettings.js');
   const annotations = openSandboxAnnotations({
     image: flag(args, 'image'),
     cpu: flag(args, 'cpu'),
     memory: flag(args, 'memory'),
-    ...(ttl !== undefined ? { ttlSeconds: Number(ttl) } : {}),
+    ...(ttl !== undefined ? { ttlSeconds: ttl } : {}),
     allowedEgressDomains: args.flags.get('allow-egress') ?? [],
     credentialBindings,
   });
   const runtime = flag(args, 'runtime') ?? 'process';
   if (Object.keys(annotations).length > 0 && runtime !== 'opensandbox') throw new UsageError('--image, --cpu, --memory, --ttl-seconds, --allow-egress and --credential are for --runtime opensandbox');
-  const client = await connect(true);
+  const client = await connect();
   // The secrets' values go to the daemon's memory only (never into the Run's annotations, which hold their names).
   const values = credentialValues(credentialBindings, c.opts.env ?? process.env);
   if (Object.keys(values).length > 0) await client.putSecrets(values);
@@ -191,7 +214,7 @@ async function createVerb(c: SandboxVerbContext): Promise<number> {
 
 async function listVerb(c: SandboxVerbContext): Promise<number> {
   const { args, io, json, ns, out, connect } = c;
-  const client = await connect(false);
+  const client = await connect();
   const runs = await client.listRuns(bool(args, 'all-namespaces') ? undefined : ns);
   const { sessionRevisionOf } = await import('../../protocol/sandboxRevision.js');
   if (json) out('', runs.map((r) => ({ ...runSummary(r), sessionRevision: sessionRevisionOf(r.metadata) })));
@@ -208,7 +231,7 @@ async function listVerb(c: SandboxVerbContext): Promise<number> {
 
 async function getVerb(c: SandboxVerbContext): Promise<number> {
   const { ns, out, need, connect } = c;
-  const run = await (await connect(false)).getRun(ns, need(0, 'a sandbox name'));
+  const run = await (await connect()).getRun(ns, need(0, 'a sandbox name'));
   out(JSON.stringify(run, null, 2), run);
   return 0;
 }
@@ -216,22 +239,27 @@ async function getVerb(c: SandboxVerbContext): Promise<number> {
 async function execVerb(c: SandboxVerbContext): Promise<number> {
   const { args, io, json, ns, out, need, connect } = c;
   const name = need(0, 'a sandbox name');
-  const client = await connect(false);
-  const run = await client.getRun(ns, name);
   const shell = flag(args, 'shell');
   if ((shell === undefined) === (args.rest.length === 0)) throw new UsageError('exec needs either --shell CMD or -- ARGV...');
-  const timeoutMs = flag(args, 'timeout-ms');
+  const timeoutMs = positiveIntFlag(args, 'timeout-ms', 'milliseconds');
+  const workdir = flag(args, 'workdir');
+  if (workdir !== undefined && (workdir.startsWith('/') || workdir.split('/').includes('..'))) {
+    throw new UsageError(`--workdir is a folder of the sandbox's workspace, relative to its root (e.g. src/app), got ${workdir}`);
+  }
   // --stdin: this process's stdin becomes the command's (it travels base64 in the one request).
   const stdin = bool(args, 'stdin') ? await readAll(io.stdin ?? process.stdin, STDIN_LIMIT_BYTES) : undefined;
   const op = {
     command: {
       ...(shell !== undefined ? { shell } : { argv: args.rest }),
       ...(stdin !== undefined ? { stdin: stdin.toString('base64') } : {}),
-      ...(flag(args, 'workdir') ? { workingDirectory: flag(args, 'workdir') } : {}),
-      ...(timeoutMs ? { timeoutMillis: Number(timeoutMs) } : {}),
+      ...(workdir ? { workingDirectory: workdir } : {}),
+      ...(timeoutMs !== undefined ? { timeoutMillis: timeoutMs } : {}),
       ...(bool(args, 'isolate-network') ? { isolateNetwork: true } : {}),
     },
   };
+  // The flags are checked above, before the daemon is reached: a wrong one runs nothing.
+  const client = await connect();
+  const run = await client.getRun(ns, name);
   const { endpointPathOf } = await localClient();
   if (!json) return await execLive(client, endpointPathOf(run), op, flag(args, 'operation-id'), io);
   const result = await client.execute(endpointPathOf(run), op, { operationId: flag(args, 'operation-id') });
@@ -243,18 +271,23 @@ async function execVerb(c: SandboxVerbContext): Promise<number> {
     timedOut: cmd.timedOut ?? false,
     cancelled: cmd.cancelled === true,
   });
-  if (cmd.exitCode >= 0) return Math.min(cmd.exitCode, 255);
-  return cmd.timedOut ? 124 : cmd.cancelled === true ? 130 : 1;
+  return commandExitCode(cmd);
 }
 
 async function cancelVerb(c: SandboxVerbContext): Promise<number> {
   const { stateDir, ns, out, need, connect } = c;
   const name = need(0, 'a sandbox name');
   const operationId = need(1, 'an operation id');
-  const client = await connect(false, true).catch(() => undefined);
+  const client = await connect(true).catch(() => undefined);
   const result = client
     ? await client.cancel((await localClient()).endpointPathOf(await client.getRun(ns, name)), operationId)
     : await (await import('./sandboxCancel.js')).cancelFromRecord(stateDir, ns, name, operationId);
+  if (result === 'unknown') {
+    // Nothing was cancelled: a mistyped id must not look like success.
+    if (c.json) out('', { result });
+    else writeLine(c.io.stderr, `error: sandbox ${ns}/${name} has no operation ${operationId} (\`sandbox-sessions sandbox operations ${name}\` lists them)`);
+    return 1;
+  }
   out(result, { result });
   return 0;
 }
@@ -262,25 +295,26 @@ async function cancelVerb(c: SandboxVerbContext): Promise<number> {
 async function closeVerb(c: SandboxVerbContext): Promise<number> {
   const { args, ns, out, need, connect } = c;
   const name = need(0, 'a sandbox name');
-  const client = await connect(false);
+  const client = await connect();
   let run = await client.terminate(ns, name, bool(args, 'immediate') ? 'Immediate' : 'Drain');
   if (!bool(args, 'no-wait')) run = await client.waitPhase(ns, name, [], 10 * 60_000);
   const refs = run.status?.artifactRefs ?? [];
-  out(`${name}\t${run.status?.phase}\t${run.status?.message ?? ''}${refs.length ? `\t${refs.length} artifact(s)` : ''}`, runSummary(run));
+  const exported = refs.length ? `\t${refs.length} artifact(s): ${refs.map((r) => r.name).join(', ')} (\`sandbox-sessions sandbox artifacts ${name}\` verifies them and gives their paths)` : '';
+  out(`${name}\t${run.status?.phase}\t${run.status?.message ?? ''}${exported}`, runSummary(run));
   return !isTerminalPhase(run.status?.phase) || run.status?.phase === 'Succeeded' || run.status?.phase === 'Cancelled' ? 0 : 1;
 }
 
 async function deleteVerb(c: SandboxVerbContext): Promise<number> {
   const { ns, out, need, connect } = c;
   const name = need(0, 'a sandbox name');
-  await (await connect(false)).deleteRun(ns, name);
+  await (await connect()).deleteRun(ns, name);
   out(`deleted ${ns}/${name}`, { deleted: true, namespace: ns, name });
   return 0;
 }
 
 async function artifactsVerb(c: SandboxVerbContext): Promise<number> {
   const { io, json, stateDir, ns, out, need, connect } = c;
-  const run = await (await connect(false)).getRun(ns, need(0, 'a sandbox name'));
+  const run = await (await connect()).getRun(ns, need(0, 'a sandbox name'));
   const store = (run.status?.artifactStore as { filesystem?: { path?: string } } | undefined)?.filesystem?.path ?? new StateLayout(stateDir).artifactStoreRoot;
   const { verifyArtifact } = await import('../local/artifactStore.js');
   const list = [];
@@ -296,7 +330,7 @@ async function artifactsVerb(c: SandboxVerbContext): Promise<number> {
 
 async function operationsVerb(c: SandboxVerbContext): Promise<number> {
   const { io, json, ns, out, need, connect } = c;
-  const records = await (await connect(false)).operations(ns, need(0, 'a sandbox name'));
+  const records = await (await connect()).operations(ns, need(0, 'a sandbox name'));
   if (json) out('', records);
   else for (const r of records) writeLine(io.stdout, `${r.operationId}\t${r.state}\t${r.outcome ?? ''}\t${r.exitCode ?? ''}\t${r.summary}${r.message ? `\t${r.message}` : ''}`);
   return 0;
@@ -306,14 +340,14 @@ async function logsVerb(c: SandboxVerbContext): Promise<number> {
   const { args, io, ns, need, connect } = c;
   const name = need(0, 'a sandbox name');
   const query = logQuery(args);
-  return readLogUntilInterrupt(query.follow === true, async (signal) => (await connect(false)).logs(ns, name, query, (line) => writeLine(io.stdout, line), signal));
+  return readLogUntilInterrupt(query.follow === true, async (signal) => (await connect()).logs(ns, name, query, (line) => writeLine(io.stdout, line), signal));
 }
 
 async function portForwardVerb(c: SandboxVerbContext): Promise<number> {
   const { args, io, opts, json, stateDir, ns, need, connect } = c;
   const name = need(0, 'a sandbox name');
   const spec = parsePortSpec(args.positionals[1]);
-  await connect(false, true); // no daemon, no Ready sandbox: said in words rather than starting one
+  await connect(); // the daemon serves the sandbox's ports: started when none runs
   const [{ createLogger }, { LocalSandboxProvider }, { LocalPortSubstrate }, { PortForwardService }, { LOCAL_CONTEXT }] = await Promise.all([
     import('../log.js'),
     import('../sandboxes/localProvider.js'),
@@ -329,6 +363,13 @@ async function portForwardVerb(c: SandboxVerbContext): Promise<number> {
   } finally {
     await provider.dispose();
   }
+}
+
+/** `--name DUR`, a Go duration (`90s`, `2m`, `1h30m`), checked before anything is created; undefined when absent. */
+function durationFlag(args: ParsedArgs, name: string): string | undefined {
+  const v = flag(args, name);
+  if (v !== undefined && !(Number(parseGoDuration(v)) > 0)) throw new UsageError(`--${name} needs a duration such as 90s, 30m or 1h30m, got ${v}`);
+  return v;
 }
 
 /** Every verb's runner. */
@@ -367,16 +408,16 @@ async function execLive(client: LocalGatewayClient, endpointPath: string, op: Se
       { operationId: id },
     );
     if (terminal.type === 'failed') {
-      const { LocalApiError } = await localClient();
-      throw new LocalApiError(500, terminal.failed.message ?? `operation failed (code ${terminal.failed.code})`);
+      const [{ LocalApiError }, { statusForErrorFrame }] = await Promise.all([localClient(), import('../../protocol/kruntimes/sessionFrames.js')]);
+      const message = terminal.failed.message ?? `operation failed (code ${terminal.failed.code})`;
+      throw new LocalApiError(statusForErrorFrame(message), message);
     }
     const cmd = terminal.type === 'completed' ? terminal.completed.command : undefined;
     if (!cmd) return 0;
-    if (cmd.exitCode >= 0) return Math.min(cmd.exitCode, 255);
-    return cmd.timedOut ? 124 : cmd.cancelled === true || interrupted ? 130 : 1;
+    return commandExitCode(cmd, interrupted);
   } catch (err) {
     // On era D a cancelled operation ends with an error frame (no `completed`): Ctrl+C is still 130.
-    if (interrupted) return 130;
+    if (interrupted) return INTERRUPTED_EXIT_CODE;
     throw err;
   } finally {
     process.off('SIGINT', onSigint);

@@ -5,9 +5,12 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { usageFor, wantsHelp } from '../../../server/cli/args';
+import { writeGatewayState } from '../../../server/gateway/stateFile';
+import { StateLayout } from '../../../server/local/stateRoot';
 import { commands, main } from '../../../server/main';
 import { captureIo } from '../../fixtures/cliCapture';
 
@@ -26,7 +29,12 @@ describe('cli: --help and -h on every command and subcommand', () => {
     assert.ok(table.length >= 7, `commands: ${table.map(([n]) => n).join(', ')}`);
     for (const [name, entry] of table) {
       const { help } = await entry.load();
-      if (help.subcommands) assert.ok(Object.keys(help.subcommands).length > 0, name);
+      if (help.subcommands) {
+        assert.ok(Object.keys(help.subcommands).length > 0, name);
+        // `sandbox-sessions --help` lists every subcommand (`create|list|…`) the command's own help has.
+        const listed = /([a-z-]+(?:\|[a-z-]+)+)/.exec(entry.summary)?.[1]?.split('|') ?? [];
+        assert.deepEqual([...listed].sort(), Object.keys(help.subcommands).sort(), `${name}: "${entry.summary}"`);
+      }
     }
   });
 
@@ -62,7 +70,7 @@ describe('cli: --help and -h on every command and subcommand', () => {
   }
 
   it('top level: --help, -h and help list every command and exit 0; an unknown command is still an error', async () => {
-    for (const argv of [['--help'], ['-h'], ['help'], ['version', '--help']]) {
+    for (const argv of [['--help'], ['-h'], ['help'], ['help', '--help'], ['help', '-h'], ['version', '--help']]) {
       const r = await cli(argv);
       assert.equal(r.code, 0, argv.join(' '));
       for (const [name] of table) assert.match(r.stdout, new RegExp(`^  ${name} `, 'm'), `${argv.join(' ')} does not list ${name}`);
@@ -89,6 +97,12 @@ describe('cli: --help and -h on every command and subcommand', () => {
     assert.equal(wantsHelp(['exec', 'box', '-h', '--', 'ls']), true);
     const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'cli-help-'));
     try {
+      // A daemon that lives (this process) but whose port refuses: exec reaches for it and says it is not running.
+      const closed = net.createServer();
+      await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+      const { port } = closed.address() as net.AddressInfo;
+      await new Promise((resolve) => closed.close(resolve));
+      await writeGatewayState(new StateLayout(stateDir).gatewayStateFile, { host: '127.0.0.1', port, url: `http://127.0.0.1:${port}`, token: 'a'.repeat(32), api: 'era-c' });
       const r = await cli(['sandbox', 'exec', 'box', '--state-dir', stateDir, '--', 'ls', '-h']);
       assert.equal(r.code, 1, r.stderr);
       assert.equal(r.stdout, '');

@@ -73,7 +73,9 @@ describe('CLI: sandbox and doctor', function () {
 
     const closed = await sandbox(stateDir, ['close', 'cli-demo', '--json']);
     assert.equal(closed.code, 0, closed.err);
-    assert.equal((JSON.parse(closed.out) as { phase: string }).phase, 'Succeeded');
+    const drained = JSON.parse(closed.out) as { phase: string; artifacts?: { name: string }[] };
+    assert.equal(drained.phase, 'Succeeded');
+    assert.deepEqual(drained.artifacts?.map((a) => a.name), ['greeting.txt'], 'close says what Drain exported');
     const arts = await sandbox(stateDir, ['artifacts', 'cli-demo', '--json']);
     assert.equal(arts.code, 0, arts.err);
     const list = JSON.parse(arts.out) as Array<{ name: string; path: string; verified: boolean }>;
@@ -86,11 +88,51 @@ describe('CLI: sandbox and doctor', function () {
     assert.equal((await sandbox(stateDir, ['get', 'cli-demo'])).code, 1);
   });
 
-  it('usage errors exit 2 and name the problem', async () => {
+  it('usage errors exit 2, name the problem and show that verb\'s usage; nothing is created', async () => {
     const r = await sandbox(stateDir, ['exec', 'x', '--bogus']);
     assert.equal(r.code, 2);
-    assert.match(r.err, /unknown option --bogus/);
+    assert.match(r.err, /^error: unknown option --bogus\nusage: sandbox-sessions sandbox exec NAME /);
+    assert.doesNotMatch(r.err, /sandbox create/, 'only exec\'s usage, not every verb\'s');
     assert.equal((await sandbox(stateDir, ['frobnicate'])).code, 2);
+    const wrong: [string[], RegExp][] = [
+      [['create', '--name', 'bad-1', '--timeout', 'abc'], /--timeout needs a duration such as 90s, 30m or 1h30m, got abc/],
+      [['create', '--name', 'bad-2', '--idle-timeout', '-5'], /--idle-timeout needs a positive whole number of seconds, got -5/],
+      [['create', '--name', 'bad-3', '--lease-timeout', '1.5'], /--lease-timeout needs a positive whole number of seconds, got 1\.5/],
+      [['create', '--name', 'bad-4', '--operation-timeout', '0s'], /--operation-timeout needs a duration/],
+      [['exec', 'x', '--workdir', '/nope', '--', 'true'], /--workdir is a folder of the sandbox's workspace, relative to its root \(e\.g\. src\/app\), got \/nope/],
+      [['exec', 'x', '--workdir', 'a/../..', '--', 'true'], /--workdir is a folder/],
+      [['exec', 'x', '--timeout-ms', 'soon', '--', 'true'], /--timeout-ms needs a positive whole number of milliseconds/],
+    ];
+    for (const [args, message] of wrong) {
+      const bad = await sandbox(stateDir, args);
+      assert.equal(bad.code, 2, `${args.join(' ')}: ${bad.err}`);
+      assert.match(bad.err, message);
+    }
+    const listed = await sandbox(stateDir, ['list', '--json']);
+    assert.deepEqual((JSON.parse(listed.out) as { name: string }[]).filter((r) => r.name.startsWith('bad-')), [], 'no sandbox was created');
+  });
+
+  it('after the daemon is gone (stopped, a reboot), any verb starts it again and finds the sandboxes it kept', async () => {
+    const created = await sandbox(stateDir, ['create', '--name', 'cli-back', '--lease-timeout', '600', '--json']);
+    assert.equal(created.code, 0, created.err);
+    assert.equal(await stopGateway({ stateDir, timeoutMs: 5000 }), true);
+    const listed = await sandbox(stateDir, ['list']);
+    assert.equal(listed.code, 0, listed.err);
+    assert.match(listed.out, /^default\/cli-back\tprocess\tReady\t/m);
+    assert.equal(await stopGateway({ stateDir, timeoutMs: 5000 }), true);
+    const ran = await sandbox(stateDir, ['exec', 'cli-back', '--', 'echo', 'still here']);
+    assert.deepEqual([ran.code, ran.out], [0, 'still here\n'], ran.err);
+    // --lease-timeout reaches the local Run, as it does a kruntimes one.
+    const got = JSON.parse((await sandbox(stateDir, ['get', 'cli-back'])).out) as { spec: { mode: { session: { leaseTimeoutSeconds?: number } } } };
+    assert.equal(got.spec.mode.session.leaseTimeoutSeconds, 600);
+    // A sandbox that is not there is said in this CLI's words, not the API's.
+    for (const verb of [['get', 'nope'], ['exec', 'nope', '--', 'true'], ['close', 'nope'], ['logs', 'nope']]) {
+      const missing = await sandbox(stateDir, verb);
+      assert.deepEqual([missing.code, missing.err], [1, 'error: no sandbox default/nope here (`sandbox-sessions sandbox list --all-namespaces` lists them)\n'], verb.join(' '));
+    }
+    const unknown = await sandbox(stateDir, ['cancel', 'cli-back', 'no-such-op']);
+    assert.deepEqual([unknown.code, unknown.err], [1, 'error: sandbox default/cli-back has no operation no-such-op (`sandbox-sessions sandbox operations cli-back` lists them)\n']);
+    assert.equal((await sandbox(stateDir, ['delete', 'cli-back'])).code, 0);
   });
 
   it('session diff: what a sandbox changed since a session revision, as git --name-status prints it, and as JSON', async () => {

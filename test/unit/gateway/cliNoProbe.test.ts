@@ -1,8 +1,8 @@
 // `sandbox exec` and the other verbs that need a running daemon (issue 25: a CLI call in a loop pays every round
 // trip) send their first request straight to the daemon the state file names, without a /healthz probe first —
-// and still say "the local gateway is not running" (same words, same exit code) when there is no daemon: no state
-// file, a stale one (its process is gone), or one whose process lives but whose port refuses the connection.
-// `cancel`, which has a way without the daemon, still falls back to the exec record then.
+// and still say "the local gateway is not running" (same words, same exit code) when its process lives but its
+// port refuses the connection. (No daemon at all — no state file, or a stale one — starts one: cli.test.ts.)
+// `cancel`, which has a way without the daemon, never starts one: it falls back to the exec record.
 import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
 import http from 'node:http';
@@ -61,7 +61,7 @@ describe('CLI: verbs reach the daemon without a /healthz probe first', function 
       // This process is the "daemon" the state file names: alive, so it is taken without a probe.
       await writeGatewayState(stateFile, { host: '127.0.0.1', port: daemon.port, url: daemon.url, token: TOKEN, api: 'era-c' });
       const got = await sandbox(stateDir, ['get', 'gone']);
-      assert.deepEqual(got, { code: 1, out: '', err: 'error: runs.kruntimes.io "gone" not found (HTTP 404)\n' });
+      assert.deepEqual(got, { code: 1, out: '', err: 'error: no sandbox default/gone here (`sandbox-sessions sandbox list --all-namespaces` lists them)\n' });
       const exec = await sandbox(stateDir, ['exec', 'gone', '--', 'true']);
       assert.deepEqual(exec, got);
       assert.deepEqual(daemon.paths, ['/local/v1/namespaces/default/runs/gone', '/local/v1/namespaces/default/runs/gone']);
@@ -74,21 +74,19 @@ describe('CLI: verbs reach the daemon without a /healthz probe first', function 
     }
   });
 
-  it('no daemon — no state file, a stale one, or a live process whose port refuses — is "not running", the same each way', async () => {
-    const none = await sandbox(stateDir, ['exec', 'gone', '--', 'true']);
-    assert.equal(none.err, NOT_RUNNING);
-    assert.notEqual(none.code, 0);
+  it('a live daemon process whose port refuses is "not running", the same for every verb; cancel then reads the exec record', async () => {
     // A live process (this one) whose port nothing listens on any more: the refused first request says it.
     const daemon = await fakeDaemon();
     await new Promise((resolve) => daemon.server.close(resolve));
-    const state = await writeGatewayState(stateFile, { host: '127.0.0.1', port: daemon.port, url: daemon.url, token: TOKEN, api: 'era-c' });
-    for (const verb of [['exec', 'gone', '--', 'true'], ['get', 'gone'], ['list']]) assert.deepEqual(await sandbox(stateDir, verb), none, verb.join(' '));
-    assert.deepEqual(await sandbox(stateDir, ['exec', 'gone', '--json', '--', 'true']), { code: none.code, out: '', err: `${JSON.stringify({ error: NOT_RUNNING.slice('error: '.length, -1) })}\n` });
-    // `cancel` has a way without the daemon: the exec record (none here).
-    assert.deepEqual(await sandbox(stateDir, ['cancel', 'gone', 'op-1']), { code: 0, out: 'unknown\n', err: '' });
-    // Stale: the recorded process is not this one any more (another start time).
-    await fs.writeFile(stateFile, JSON.stringify({ ...state, startTime: '1' }), { mode: 0o600 });
-    assert.deepEqual(await sandbox(stateDir, ['exec', 'gone', '--', 'true']), none);
+    await writeGatewayState(stateFile, { host: '127.0.0.1', port: daemon.port, url: daemon.url, token: TOKEN, api: 'era-c' });
+    for (const verb of [['exec', 'gone', '--', 'true'], ['get', 'gone'], ['list']]) assert.deepEqual(await sandbox(stateDir, verb), { code: 1, out: '', err: NOT_RUNNING }, verb.join(' '));
+    assert.deepEqual(await sandbox(stateDir, ['exec', 'gone', '--json', '--', 'true']), { code: 1, out: '', err: `${JSON.stringify({ error: NOT_RUNNING.slice('error: '.length, -1) })}\n` });
+    // `cancel` has a way without the daemon: the exec record (none here), and an id it does not know is no success.
+    assert.deepEqual(await sandbox(stateDir, ['cancel', 'gone', 'op-1']), {
+      code: 1,
+      out: '',
+      err: 'error: sandbox default/gone has no operation op-1 (`sandbox-sessions sandbox operations gone` lists them)\n',
+    });
     assert.deepEqual(daemon.paths, []);
   });
 });

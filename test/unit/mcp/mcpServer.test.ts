@@ -11,6 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { request } from 'undici';
+import { MCP_HELP } from '../../../server/cli/mcpCommand';
 import { findGateway, stopGateway } from '../../../server/gateway/daemonClient';
 import { LocalGatewayClient } from '../../../server/gateway/localClient';
 import { sessionRunBody } from '../../../server/sandboxes/sessionRunBody';
@@ -51,6 +52,8 @@ describe('mcp server: sandbox tools over stdio (SDK client, local runtime)', fun
   it('lists every tool with its input schema and annotations', async () => {
     const { tools } = await mcp.client.listTools();
     assert.deepEqual(tools.map((t) => t.name).sort(), TOOLS);
+    // `sandbox-sessions mcp --help` names every tool an agent gets.
+    for (const t of tools) assert.match(MCP_HELP.usage.replace(/\s+/g, ' '), new RegExp(`\\b${t.name}\\b`), `mcp --help lists ${t.name}`);
     const byName = new Map(tools.map((t) => [t.name, t]));
     for (const t of tools) {
       assert.equal(t.inputSchema.type, 'object', t.name);

@@ -83,6 +83,12 @@ describe('OpenSandbox from the CLI (`sandbox … --runtime opensandbox`)', funct
     const created = await cli(['create', '--runtime', 'opensandbox', '--name', 'osb-none']);
     assert.equal(created.code, 1);
     assert.match(created.err, /OPEN_SANDBOX_DOMAIN/);
+    assert.doesNotMatch(created.err, /gateway --stop/, 'this shell sets nothing either: nothing to restart for');
+    // This shell has the settings, the daemon (started earlier) has not: the CLI says to restart it.
+    const shell = await cliFor({ OPEN_SANDBOX_DOMAIN: '', OPEN_SANDBOX_API_KEY: '' }, { OPEN_SANDBOX_DOMAIN: target.domain, OPEN_SANDBOX_API_KEY: target.apiKey ?? '' });
+    const refused = await shell(['create', '--runtime', 'opensandbox', '--name', 'osb-stale']);
+    assert.equal(refused.code, 1);
+    assert.match(refused.err, /This shell sets OPEN_SANDBOX_DOMAIN, but the gateway daemon, started earlier, was not given it: stop it with `sandbox-sessions gateway --stop`/);
     assert.equal((await client.listOurs()).length, before);
   });
 
