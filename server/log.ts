@@ -22,14 +22,24 @@ export function redact(value: unknown, depth = 0): unknown {
 }
 
 export function parseLogLevel(text: string | undefined): LogLevel {
-  return text === 'debug' || text === 'info' || text === 'warn' || text === 'error' ? text : 'info';
+  const lower = text?.trim().toLowerCase();
+  return lower === 'debug' || lower === 'info' || lower === 'warn' || lower === 'error' ? lower : 'info';
 }
 
-/** One JSON object per line: {time, level, msg, ...fields}. */
-export function createLogger(
-  out: NodeJS.WritableStream = process.stderr,
-  level: LogLevel = parseLogLevel(process.env.SANDBOX_SESSIONS_LOG_LEVEL),
-): Logger {
+/**
+ * One JSON object per line: {time, level, msg, ...fields}. Without `level`, SANDBOX_SESSIONS_LOG_LEVEL (of `env`)
+ * sets it; a value that is no level is said once, as the first line, rather than ignored without a word.
+ */
+export function createLogger(out: NodeJS.WritableStream = process.stderr, level?: LogLevel, env: NodeJS.ProcessEnv = process.env): Logger {
+  const logger = levelLogger(out, level ?? parseLogLevel(env.SANDBOX_SESSIONS_LOG_LEVEL));
+  const asked = env.SANDBOX_SESSIONS_LOG_LEVEL?.trim();
+  if (level === undefined && asked && asked.toLowerCase() !== parseLogLevel(asked)) {
+    logger.warn('SANDBOX_SESSIONS_LOG_LEVEL is not debug, info, warn or error; logging at info', { value: asked.slice(0, 64) });
+  }
+  return logger;
+}
+
+function levelLogger(out: NodeJS.WritableStream, level: LogLevel): Logger {
   const write = (lvl: LogLevel, msg: string, fields?: Record<string, unknown>) => {
     if (ORDER[lvl] < ORDER[level]) return;
     const record = { time: new Date().toISOString(), level: lvl, msg, ...(fields ? (redact(fields) as object) : {}) };

@@ -138,7 +138,26 @@ export async function main(argv: string[], io: CommandIo): Promise<number> {
     );
     return 1;
   }
-  return (await command.load()).handler(rest, io);
+  const loaded = await command.load();
+  try {
+    return await loaded.handler(rest, io);
+  } catch (err) {
+    // node:util's parseArgs refusing the command line (an unknown option, a missing value) is a usage error.
+    if (!isParseArgsError(err)) throw err;
+    io.stderr.write(`error: ${parseArgsText(err.message)}\n${usageFor(loaded.help, rest)}`);
+    return 2;
+  }
+}
+
+function isParseArgsError(err: unknown): err is Error & { code: string } {
+  const code = err instanceof Error ? (err as NodeJS.ErrnoException).code : undefined;
+  return typeof code === 'string' && code.startsWith('ERR_PARSE_ARGS_');
+}
+
+/** parseArgs' message without its hint about `--` (which quotes unevenly): "Unknown option '--bogus'". */
+export function parseArgsText(message: string): string {
+  const hint = message.indexOf('. To specify a positional argument');
+  return hint >= 0 ? message.slice(0, hint) : message;
 }
 
 if (require.main === module) {

@@ -75,6 +75,10 @@ describe('cli: --help and -h on every command and subcommand', () => {
       assert.equal(r.code, 0, argv.join(' '));
       for (const [name] of table) assert.match(r.stdout, new RegExp(`^  ${name} `, 'm'), `${argv.join(' ')} does not list ${name}`);
     }
+    // A command line node:util's parseArgs refuses is a usage error too: exit 2, the command's usage, no stack.
+    const bogus = await cli(['server', '--bogus']);
+    assert.equal(bogus.code, 2);
+    assert.match(bogus.stderr, /^error: Unknown option '--bogus'\nusage: sandbox-sessions server --stdio/);
     const unknown = await cli(['frobnicate', '--help']);
     assert.equal(unknown.code, 2);
     assert.match(unknown.stderr, /unknown command "frobnicate"/);
