@@ -1,5 +1,6 @@
 // `sandbox-sessions kruntimes <verb>`: kruntimes sandboxes (session Runs on Kubernetes) from a
-// shell, through the same provider the editor uses — contexts, list, create, get, exec, close
+// shell, through the same provider the editor uses — contexts, list, create (refused for a Runtime
+// the namespace lacks), get, exec (the command's exit code is the CLI's, as with `sandbox exec`), close
 // (Drain, or --immediate), delete, artifacts, logs (runtimed's log of the Run, like `kubectl logs`),
 // port-forward (portForward.ts, like `kubectl port-forward`) — with `--json` for scripts. The kubeconfig is
 // found as kubectl finds it (KUBECONFIG, ~/.kube/config, in-cluster); `--context` picks one.
@@ -9,7 +10,8 @@ import type { ProviderInfo, SandboxRef, SandboxSummary } from '../../protocol/sa
 import { createLogger } from '../log';
 import { KruntimesSandboxProvider } from '../sandboxes/kruntimes/kruntimesProvider';
 import { SandboxError } from '../sandboxes/provider';
-import { bool, type CommandHelp, flag, parseVerb, UsageError, verbHelp, writeLine, type ParsedArgs } from './args';
+import { bool, type CommandHelp, flag, parseVerb, positiveIntFlag, UsageError, verbHelp, writeLine, type ParsedArgs } from './args';
+import { commandExitCode, INTERRUPTED_EXIT_CODE } from './commandExitCode';
 import { logQuery, readLogUntilInterrupt, withKubectlFollow } from './logFlags';
 import { parsePortSpec, PORT_FORWARD_SYNOPSIS, runPortForward } from './portForward';
 import { portForwardService } from '../ports/portSubstrates';
@@ -22,7 +24,8 @@ const VERBS = {
   list: 'list',
   create: 'create --runtime RUNTIME [--name N] [--idle-timeout S] [--lease-timeout S] [--timeout DUR] [--env K=V]... [--no-wait]',
   get: 'get NAME',
-  exec: 'exec NAME [--shell CMD | -- ARGV...] [--workdir DIR]',
+  exec: `exec NAME [--shell CMD | -- ARGV...] [--workdir DIR] [--timeout-ms N]
+    exits with the command's exit code (124: it timed out; 130: Ctrl+C cancelled it)`,
   close: 'close NAME [--immediate] [--no-wait]',
   delete: 'delete NAME',
   artifacts: 'artifacts NAME --output DIR [--unpack]',
@@ -39,7 +42,7 @@ export const KRUNTIMES_HELP: CommandHelp = verbHelp(
 const USAGE = KRUNTIMES_HELP.usage;
 
 const BOOLEANS = ['json', 'no-wait', 'immediate', 'unpack', 'follow', 'timestamps'];
-const VALUES = ['context', 'namespace', 'runtime', 'name', 'idle-timeout', 'lease-timeout', 'timeout', 'env', 'shell', 'workdir', 'output', 'tail', 'since', 'since-time'];
+const VALUES = ['context', 'namespace', 'runtime', 'name', 'idle-timeout', 'lease-timeout', 'timeout', 'env', 'shell', 'workdir', 'timeout-ms', 'output', 'tail', 'since', 'since-time'];
 
 /** What ends the sandbox besides Drain/Cancel, e.g. `lease=300s,timeout=8h` (`-` for nothing). */
 export function lifetimeColumn(s: SandboxSummary): string {
@@ -53,13 +56,6 @@ export function lifetimeColumn(s: SandboxSummary): string {
 
 function row(s: SandboxSummary): string {
   return [s.ref.namespace, s.ref.name, s.runtime, s.phase ?? 'Pending', lifetimeColumn(s), s.message ?? ''].join('\t');
-}
-
-function positiveInt(args: ParsedArgs, name: string): number | undefined {
-  const v = flag(args, name);
-  if (v === undefined) return undefined;
-  if (!/^\d+$/.test(v) || Number(v) < 1) throw new UsageError(`--${name} needs a positive whole number of seconds, got ${v}`);
-  return Number(v);
 }
 
 /** `env`: where KUBECONFIG/HOME are read (default: this process's environment). */
@@ -149,8 +145,8 @@ async function createVerb(c: KruntimesVerbContext): Promise<number> {
     if (i <= 0) throw new UsageError(`--env needs NAME=VALUE, got ${kv}`);
     env[kv.slice(0, i)] = kv.slice(i + 1);
   }
-  const idle = positiveInt(args, 'idle-timeout');
-  const lease = positiveInt(args, 'lease-timeout');
+  const idle = positiveIntFlag(args, 'idle-timeout');
+  const lease = positiveIntFlag(args, 'lease-timeout');
   const name = flag(args, 'name');
   const timeout = flag(args, 'timeout');
   const s = await provider.create(
@@ -177,22 +173,35 @@ async function getVerb(c: KruntimesVerbContext): Promise<number> {
   return 0;
 }
 
+/** Runs the command and exits with its exit code, as `sandbox exec` does (commandExitCode.ts); Ctrl+C cancels it (130). */
 async function execVerb(c: KruntimesVerbContext): Promise<number> {
   const { args, io, json, out, provider, ref } = c;
+  // Checked before anything is reached: a wrong command line changes nothing.
+  const shell = flag(args, 'shell');
+  if (!shell && args.rest.length === 0) throw new UsageError('exec needs --shell CMD or -- ARGV...');
+  const workdir = flag(args, 'workdir');
+  const timeoutMs = positiveIntFlag(args, 'timeout-ms', 'milliseconds');
   const connection = await provider.open(await ref());
   const client = new GatewayClient({ endpoint: connection.endpoint, token: connection.token, tls: connection.tls });
+  // Ctrl+C aborts the call, which cancels the command in the sandbox (era C closes the request, era D sends `cancel`).
+  const interrupt = new AbortController();
+  const onSigint = (): void => interrupt.abort();
+  process.once('SIGINT', onSigint);
   try {
-    const shell = flag(args, 'shell');
-    if (!shell && args.rest.length === 0) throw new UsageError('exec needs --shell CMD or -- ARGV...');
-    const workdir = flag(args, 'workdir');
-    const r = await client.runCommand({ ...(shell ? { shell } : { argv: args.rest }), ...(workdir ? { workingDirectory: workdir } : {}) });
-    if (json) out('', { exitCode: r.exitCode, stdout: r.stdout.toString('utf8'), stderr: r.stderr.toString('utf8') });
+    const command = { ...(shell ? { shell } : { argv: args.rest }), ...(workdir ? { workingDirectory: workdir } : {}), ...(timeoutMs !== undefined ? { timeoutMillis: timeoutMs } : {}) };
+    const r = await client.runCommand(command, { signal: interrupt.signal }).catch((err: unknown) => {
+      if (interrupt.signal.aborted) return undefined;
+      throw err;
+    });
+    if (!r) return INTERRUPTED_EXIT_CODE;
+    if (json) out('', { exitCode: r.exitCode, stdout: r.stdout.toString('utf8'), stderr: r.stderr.toString('utf8'), timedOut: r.timedOut });
     else {
       io.stdout.write(r.stdout);
       io.stderr.write(r.stderr);
     }
-    return r.exitCode === 0 ? 0 : 1;
+    return commandExitCode(r, interrupt.signal.aborted);
   } finally {
+    process.off('SIGINT', onSigint);
     await client.close();
   }
 }

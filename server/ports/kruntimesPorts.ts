@@ -30,7 +30,7 @@ export function lendsClusters(provider: SandboxProvider): provider is SandboxPro
 }
 
 /** A refusal of the port-forward upgrade, in words: who may not do what, and what would allow it. */
-export function portForwardRefusal(err: unknown, where: { context: string; namespace: string; pod: string; port: number }): Error {
+export function portForwardRefusal(err: unknown, where: { context: string; namespace: string; pod: string; port: number; localPort?: number | undefined }): Error {
   const text = err instanceof Error ? err.message : String(err);
   if (/\b403\b|forbidden/i.test(text)) {
     return new SandboxError(
@@ -43,7 +43,9 @@ export function portForwardRefusal(err: unknown, where: { context: string; names
     return new SandboxError('cluster_unauthorized', `the cluster of context ${where.context} rejected its credentials (401) when forwarding port ${where.port}; refresh the kubeconfig user's token or certificate`);
   }
   if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') {
-    return new CompanionError('conflict', `that local port is already in use on 127.0.0.1; choose another one or leave it empty for a free one`, 'local_port_in_use');
+    // Named, as the endpoint proxy names it: the user frees that port or picks another.
+    const which = where.localPort !== undefined ? `local port ${where.localPort}` : 'that local port';
+    return new CompanionError('conflict', `${which} is already in use on 127.0.0.1; choose another one or leave it empty for a free one`, 'local_port_in_use');
   }
   return err instanceof Error ? err : new Error(text);
 }
@@ -69,7 +71,7 @@ export class KruntimesPortSubstrate implements PortSubstrate {
     const { ref, run } = sandbox;
     const pod = run.status?.assignedPod;
     if (!pod) throw new SandboxError('run_state', `sandbox ${ref.name} has no assigned Pod yet (phase ${run.status?.phase ?? 'Pending'}); nothing to forward to`);
-    const where = { context: ref.context, namespace: ref.namespace, pod, port };
+    const where = { context: ref.context, namespace: ref.namespace, pod, port, localPort };
     const forwarder = new PortForwarder(this.provider.clusterOf(ref.context).config, { namespace: ref.namespace, pod, port }, this.log);
     try {
       await forwarder.start(localPort ?? 0);

@@ -2,11 +2,12 @@
 // `@kubernetes/client-node` with the user's kubeconfig (contexts, namespaces, exec plugins,
 // client certificates, in-cluster). The lifecycle is the provider core's (runProvider.ts) over one
 // Kubernetes RunStore per context (kubeRunStore.ts); this file keeps what is the cluster's: it
-// creates Runs with the lifetime fields the cluster's Run CRD has (sessionLifetime.ts: no idle
-// timeout on era D, a lease and a total timeout instead), reaches the Console or gateway through a
-// port-forward that keeps the endpoint path, and downloads exported artifacts from runtimed's
-// ArtifactService, and reads runtimed's log of a Run from its assigned Pod (runLogs.ts); the core
-// holds the session lease and terminates with a merge patch.
+// creates Runs of a Runtime the namespace has (runtimeCheck.ts) with the lifetime fields the
+// cluster's Run CRD has (sessionLifetime.ts: no idle timeout on era D, a lease and a total timeout
+// instead), reaches the Console or gateway through a port-forward that keeps the endpoint path,
+// and downloads exported artifacts from runtimed's ArtifactService, and reads runtimed's log of a
+// Run from its assigned Pod (runLogs.ts); the core holds the session lease and terminates with a
+// merge patch.
 import type { KubeConfig } from '@kubernetes/client-node';
 import { RUNTIMED_ARTIFACT_PORT } from '../../../protocol/kruntimes/artifactService';
 import { GatewayClient } from '../../../protocol/kruntimes/gatewayClient';
@@ -26,6 +27,7 @@ import { bearerToken, configForContext, contextNamespace, kubeconfigStamp, loadK
 import { pickReadyPod, PortForwarder } from './portForwarder';
 import { readRunLog } from './runLogs';
 import { RunWatch } from './runWatch';
+import { checkRuntimeExists } from './runtimeCheck';
 import { learnSessionFields, SESSION_FIELDS_CACHE_MS, type SessionFieldSupport, specForCluster } from './sessionLifetime';
 
 export interface KruntimesProviderOptions {
@@ -141,9 +143,14 @@ class KruntimesSubstrate implements RunSubstrate {
     return `creating a ${spec.runtime} session Run in ${place.context}/${spec.namespace}`;
   }
 
-  /** Without idle timeouts on this cluster (era D), a lease and a total timeout instead (sessionLifetime.ts). */
+  /**
+   * A Runtime the namespace lacks is refused before anything is created (runtimeCheck.ts); without idle
+   * timeouts on this cluster (era D), a lease and a total timeout instead (sessionLifetime.ts).
+   */
   async fitSpec(spec: SandboxCreateSpec, place: RunPlace): Promise<SandboxCreateSpec> {
-    const support = await this.sessionFieldsOf(this.place(place.context), spec);
+    const ctx = this.place(place.context);
+    await checkRuntimeExists(ctx.api, spec.namespace, spec.runtime, this.log);
+    const support = await this.sessionFieldsOf(ctx, spec);
     const fitted = specForCluster(spec, support);
     for (const note of fitted.notes) this.log.info(note, { context: place.context, learnedFrom: support.learnedFrom });
     return fitted.spec;
