@@ -23,6 +23,10 @@ export const SessionRepositoryErrorCodeSchema = z.enum([
   'integrity_mismatch',
   'quota_exceeded',
   'io_failure',
+  // This project's own: a bundle committed to a session it was not packed for (Maka's repository stores bytes and
+  // does not look), and a repository location given explicitly that does not exist (read without creating it).
+  'identity_mismatch',
+  'repository_not_found',
 ]);
 export type SessionRepositoryErrorCode = z.infer<typeof SessionRepositoryErrorCodeSchema>;
 

@@ -20,7 +20,8 @@ export const SERVER_IMPORT_RULES: Readonly<Record<string, readonly string[]>> = 
   // Foundations.
   platform: [],
   bundle: ['platform'],
-  repository: ['platform'],
+  // A create or commit reads the bundle's manifest: it must be packed for the session it is committed to (bundleIdentity.ts).
+  repository: ['bundle', 'platform'],
   local: ['platform'],
   gateway: ['local', 'platform'],
   // Services.

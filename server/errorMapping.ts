@@ -162,6 +162,8 @@ export const ERROR_ROUTES = {
     integrity_mismatch: REFUSED,
     quota_exceeded: REFUSED,
     io_failure: IO_FAILURE,
+    identity_mismatch: REFUSED,
+    repository_not_found: NOT_FOUND,
   },
   activation: {
     invalid_request: { rpc: 'refused', mcp: 'invalid_argument', exit: usage },

@@ -35,6 +35,17 @@ export function isSessionBundleError(err: unknown, code?: SessionBundleErrorCode
   return err instanceof SessionBundleError && (code === undefined || err.code === code);
 }
 
+/**
+ * `identity_mismatch` in words (hydrate, and a repository commit): which session the bundle is packed for and which
+ * one was expected. Session ids are identifiers, not paths; quoted, so a control character in one shows as an escape.
+ */
+export function identityMismatchMessage(found: string, expected: string): string {
+  return (
+    `the bundle belongs to session ${JSON.stringify(found)}, not to the expected session ${JSON.stringify(expected)}; ` +
+    `use it as ${JSON.stringify(found)}, or pack it again with session id ${JSON.stringify(expected)}`
+  );
+}
+
 function errnoCode(err: unknown): string | undefined {
   if (typeof err === 'object' && err !== null && 'code' in err && typeof err.code === 'string') {
     return /^E[A-Z0-9]+$/.test(err.code) ? err.code : undefined;

@@ -8,4 +8,4 @@ export { prepareWorkspaceSnapshot, type PreparedSnapshot, type SnapshotOptions }
 export { classifyWorkspacePath, type WorkspacePathVerdict } from './snapshotPolicy';
 export { SessionBundleError, SessionSnapshotError, isSessionBundleError } from './errors';
 export { assertSessionBundleLimits } from './limits';
-export type { BundleProgress, BundleSource } from './reader';
+export { readBundleManifest, type BundleProgress, type BundleSource } from './reader';

@@ -133,6 +133,37 @@ async function readEntries(
   if (summary.entryCount !== manifest.payload.entryCount) throw integrity('entry count differs from the manifest');
 }
 
+/**
+ * Only the manifest, from the start of the stream — decompressing no further: what a committer reads to check whose
+ * session a bundle is (its envelope) before publishing it. It proves nothing about the rest of the bundle; every
+ * later read (inspect, hydrate, checkout) validates all of it again.
+ */
+export async function readBundleManifest(path: string, limits: SessionBundleLimits, operation: SessionBundleOperation): Promise<SessionBundleManifestV1> {
+  let handle: fsp.FileHandle | undefined;
+  const stop = new AbortController();
+  let manifest: SessionBundleManifestV1 | undefined;
+  try {
+    handle = await fsp.open(path, constants.O_RDONLY | constants.O_NONBLOCK);
+    const st = await handle.stat();
+    if (!st.isFile()) throw new SessionBundleError('io_failure', 'the bundle is not a regular file');
+    checkQuota(limits, 'maxCompressedBytes', st.size, operation);
+    const consume = async (chunks: AsyncIterable<Buffer>): Promise<void> => {
+      const source = new ByteSource(chunks[Symbol.asyncIterator](), (_n, total) => checkQuota(limits, 'maxDecompressedTarBytes', total, operation));
+      manifest = (await readManifestEntry(source, limits, operation)).manifest;
+      stop.abort(); // the rest of the stream is not read
+    };
+    await pipeline(handleReader(handle), new CanonicalFrameValidator(), createBundleZstdDecompressor(), consume, { signal: stop.signal }).catch((err: unknown) => {
+      if (manifest === undefined || !stop.signal.aborted) throw err;
+    });
+    if (manifest === undefined) throw integrity('no manifest was read');
+    return manifest;
+  } catch (err) {
+    throw toSessionBundleError(err, operation, handle !== undefined);
+  } finally {
+    await handle?.close();
+  }
+}
+
 /** Read and validate a whole bundle; handlers see entries only after their checks passed. */
 export async function readBundle(
   bundle: BundleSource,

@@ -22,7 +22,7 @@
 import { chmodSync, closeSync, constants, fchmodSync, fstatSync, mkdirSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import type { SessionBundleManifestV1 } from '../../protocol/bundle';
-import { SessionBundleError } from './errors';
+import { identityMismatchMessage, SessionBundleError } from './errors';
 import { FileSyncer } from './fileSyncer';
 import { writeFullySync } from './fsx';
 import { validateArchivePath } from './pathLanguage';
@@ -219,7 +219,7 @@ export class StagingWriter implements ReadHandlers {
 
   onManifest(manifest: SessionBundleManifestV1): void {
     if (manifest.envelope.sessionId !== this.expectedSessionId) {
-      throw new SessionBundleError('identity_mismatch', 'the bundle belongs to a different session than expected', { operation: 'hydrate' });
+      throw new SessionBundleError('identity_mismatch', identityMismatchMessage(manifest.envelope.sessionId, this.expectedSessionId), { operation: 'hydrate' });
     }
   }
 

@@ -132,7 +132,10 @@ class FrameScanner {
       const bytes = this.small;
       this.small = [];
       if (this.state === 'header') {
-        if (bytes.length !== this.header.length || bytes.some((b, k) => b !== this.header[k])) this.fail('zstd frame header is not 28b52ffd 04 58');
+        if (bytes.length !== this.header.length || bytes.some((b, k) => k < 4 && b !== this.header[k])) {
+          this.fail('the file is not a Session Bundle: it is not zstd-compressed (it does not start with the zstd magic number 28b52ffd)');
+        }
+        if (bytes.some((b, k) => b !== this.header[k])) this.fail('zstd frame header is not 28b52ffd 04 58: a zstd file, but not framed as a Session Bundle is');
         this.state = 'blockHeader';
         this.need = 3;
       } else if (this.state === 'blockHeader') {

@@ -1,8 +1,8 @@
 // `sandbox-sessions bundle …`: pack, inspect, hydrate and clean up Session Bundles from a terminal, with the
 // people-default limits (DEFAULT_PEOPLE_LIMITS), a progress line on stderr for long work, and every failure
 // shown as `error [code]: message`. Exit codes: 0 success, 1 failure, 2 usage.
-import { readFile, stat } from 'node:fs/promises';
-import { resolve } from 'node:path';
+import { readdir, readFile, stat } from 'node:fs/promises';
+import { basename, dirname, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { BundleProgress } from '../bundle';
 import { SessionBundleError, SessionSnapshotError } from '../bundle/errors';
@@ -93,6 +93,62 @@ function requireOption(value: string | undefined, name: string): string {
   return value;
 }
 
+// The codec's messages never hold a raw path (bundle/errors.ts); the person gave the paths, so this command names them:
+// it checks the ones it was given before the codec runs, and puts the path a later failure is about before its message.
+
+function errnoOf(err: unknown): string | undefined {
+  return typeof err === 'object' && err !== null && 'code' in err && typeof err.code === 'string' ? err.code : undefined;
+}
+
+/** Why a path the person gave cannot be used, in words (and the errno). */
+function unusable(err: unknown): string {
+  const code = errnoOf(err);
+  const words: Record<string, string> = {
+    ENOENT: 'does not exist',
+    ENOTDIR: 'does not exist (a part of its path is not a directory)',
+    EACCES: 'cannot be read (permission denied)',
+    EPERM: 'cannot be read (operation not permitted)',
+    ELOOP: 'cannot be read (too many symbolic links)',
+  };
+  return `${(code !== undefined ? words[code] : undefined) ?? `cannot be read (${err instanceof Error ? err.message : String(err)})`}${code !== undefined ? ` (${code})` : ''}`;
+}
+
+/** The kind of thing at `path` (following symlinks), or a failure naming `path` made by `fail`. */
+async function kindAt(path: string, fail: (why: string) => Error): Promise<'file' | 'directory' | 'other'> {
+  const st = await stat(path).catch((err: unknown) => {
+    throw fail(`${path} ${unusable(err)}`);
+  });
+  return st.isFile() ? 'file' : st.isDirectory() ? 'directory' : 'other';
+}
+
+/** A bundle file to read: it exists and is a regular file. */
+async function requireBundleFile(file: string, operation: 'inspect' | 'hydrate'): Promise<void> {
+  const fail = (why: string) => new SessionBundleError('io_failure', `cannot ${operation} the bundle: ${why}`, { operation });
+  if ((await kindAt(file, fail)) !== 'file') throw fail(`${file} is not a regular file`);
+}
+
+/** A new file or directory's parent exists and is a directory (`what` is the path the person gave). */
+async function requireParent(what: string, operation: 'pack' | 'hydrate' | 'cleanup'): Promise<void> {
+  const parent = dirname(resolve(what));
+  const fail = (why: string) => new SessionBundleError('io_failure', `cannot ${{ pack: 'write', hydrate: 'hydrate into', cleanup: 'clean up for' }[operation]} ${what}: the directory ${why}`, { operation });
+  if ((await kindAt(parent, fail)) !== 'directory') throw fail(`${parent} is not a directory`);
+}
+
+/** The same codec failure with the path it is about in front of its message (a snapshot failure names its own path). */
+function about(path: string, err: unknown): unknown {
+  return err instanceof SessionBundleError ? new SessionBundleError(err.code, `${path}: ${err.message}`, err.details) : err;
+}
+
+/** Runs a codec call; a failure about the destination names `destination`, any other one `subject`. */
+async function naming<T>(subject: string, destination: string | undefined, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    const aboutDestination = err instanceof SessionBundleError && (err.code === 'destination_exists' || /\bdestination\b/.test(err.message));
+    throw about(aboutDestination && destination !== undefined ? destination : subject, err);
+  }
+}
+
 async function pack(args: string[], io: CliIo): Promise<void> {
   const { values, positionals: pos } = parseArgs({
     args,
@@ -116,10 +172,16 @@ async function pack(args: string[], io: CliIo): Promise<void> {
     if (size > DEFAULT_PEOPLE_LIMITS.maxStateIdentityBytes) throw new UsageError(`--identity-file is larger than ${formatBytes(DEFAULT_PEOPLE_LIMITS.maxStateIdentityBytes)}`);
     identity = { mediaType: values['identity-media-type'] ?? STATE_IDENTITY_MEDIA_TYPE, bytes: await readFile(values['identity-file']) };
   }
+  for (const [dir, label] of [[stateDir, 'state'], [workspaceDir, 'workspace']] as const) {
+    const fail = (why: string) => new SessionSnapshotError('invalid_input', `the ${label} directory ${why}`);
+    if ((await kindAt(dir, fail)) !== 'directory') throw fail(`${dir} is not a directory`);
+  }
+  await requireParent(values.output!, 'pack');
   const progress = progressReporter(io.stderr);
   try {
     const activation = values['last-activation-id'];
-    const { artifact, workspace } = await packWorkspace({
+    // A snapshot failure names its workspace path (or, below, the root it is about); a codec failure is about the output.
+    const { artifact, workspace } = await naming(values.output!, values.output, () => packWorkspace({
       stateRoot: stateDir,
       workspaceRoot: workspaceDir,
       destination: output,
@@ -128,7 +190,9 @@ async function pack(args: string[], io: CliIo): Promise<void> {
       stateIdentity: identity,
       limits: DEFAULT_PEOPLE_LIMITS,
       onProgress: progress.update,
-    });
+    }).catch((err: unknown) => {
+      throw err instanceof SessionSnapshotError ? namedRoots(err, stateDir, workspaceDir) : err;
+    }));
     progress.done();
     for (const e of workspace.excludedEntries) io.stderr.write(`excluded: ${e.path} (${e.category})\n`);
     io.stdout.write(
@@ -138,6 +202,13 @@ async function pack(args: string[], io: CliIo): Promise<void> {
   } finally {
     progress.done();
   }
+}
+
+/** A snapshot failure about a root ("the state root is unusable …") names the directory the person gave; others pass. */
+function namedRoots(err: SessionSnapshotError, stateDir: string, workspaceDir: string): Error {
+  const m = /^the (state|workspace) root /.exec(err.message);
+  if (m === null) return err;
+  return new SessionSnapshotError(err.code, `the ${m[1]} directory ${m[1] === 'state' ? stateDir : workspaceDir} ${err.message.slice(m[0].length)}`, err.path);
 }
 
 async function inspect(args: string[], io: CliIo): Promise<void> {
@@ -150,12 +221,15 @@ async function inspect(args: string[], io: CliIo): Promise<void> {
   const [{ DEFAULT_PEOPLE_LIMITS, SHA256_DIGEST_PATTERN }, { inspectSessionBundle }] = await Promise.all([protocolBundle(), codec()]);
   const expected = values['expected-digest'];
   if (expected !== undefined && !SHA256_DIGEST_PATTERN.test(expected)) throw new UsageError('--expected-digest must be sha256:<64 lowercase hex>');
+  await requireBundleFile(file, 'inspect');
   const progress = progressReporter(io.stderr);
-  const result = await inspectSessionBundle({
-    source: expected === undefined ? { path: resolve(file) } : { path: resolve(file), expectedArchiveDigest: expected },
-    limits: DEFAULT_PEOPLE_LIMITS,
-    onProgress: progress.update,
-  });
+  const result = await naming(file, undefined, () =>
+    inspectSessionBundle({
+      source: expected === undefined ? { path: resolve(file) } : { path: resolve(file), expectedArchiveDigest: expected },
+      limits: DEFAULT_PEOPLE_LIMITS,
+      onProgress: progress.update,
+    }),
+  );
   progress.done();
   if (values.json === true) {
     io.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
@@ -175,14 +249,18 @@ async function hydrate(args: string[], io: CliIo): Promise<void> {
   const [file, destination] = positionals(pos, 2, 'hydrate') as [string, string];
   const sessionId = requireOption(values['session-id'], 'session-id');
   const [{ DEFAULT_PEOPLE_LIMITS }, { hydrateSessionBundle }] = await Promise.all([protocolBundle(), codec()]);
+  await requireBundleFile(file, 'hydrate');
+  await requireParent(destination, 'hydrate');
   const progress = progressReporter(io.stderr);
-  const result = await hydrateSessionBundle({
-    source: { path: resolve(file) },
-    expectedSessionId: sessionId,
-    destinationRoot: resolve(destination),
-    limits: DEFAULT_PEOPLE_LIMITS,
-    onProgress: progress.update,
-  });
+  const result = await naming(file, destination, () =>
+    hydrateSessionBundle({
+      source: { path: resolve(file) },
+      expectedSessionId: sessionId,
+      destinationRoot: resolve(destination),
+      limits: DEFAULT_PEOPLE_LIMITS,
+      onProgress: progress.update,
+    }),
+  );
   progress.done();
   io.stdout.write(`hydrated ${result.destinationRoot}\n  state ${result.stateRoot}\n  workspace ${result.workspaceRoot}\n  digest ${result.archiveDigest}\n`);
 }
@@ -190,8 +268,31 @@ async function hydrate(args: string[], io: CliIo): Promise<void> {
 async function cleanup(args: string[], io: CliIo): Promise<void> {
   const { positionals: pos } = parseArgs({ args, allowPositionals: true, options: {} });
   const [destination] = positionals(pos, 1, 'cleanup') as [string];
+  await requireParent(destination, 'cleanup');
+  // A hydrate that was interrupted leaves no destination, only staging beside it: a destination that does not exist
+  // is cleaned up when such leftovers are there, and otherwise refused (a mistyped path), before anything is touched.
+  const root = resolve(destination);
+  const kind = await stat(root).then(
+    (st) => (st.isDirectory() ? 'directory' : 'other'),
+    (err: unknown) => {
+      if (errnoOf(err) === 'ENOENT') return 'missing' as const;
+      throw new SessionBundleError('io_failure', `cannot clean up for ${destination}: ${destination} ${unusable(err)}`, { operation: 'cleanup' });
+    },
+  );
+  if (kind === 'other') throw new SessionBundleError('io_failure', `cannot clean up for ${destination}: it is not a directory (a bundle hydrates into a directory)`, { operation: 'cleanup' });
+  if (kind === 'missing') {
+    const prefix = `.${basename(root)}.maka-session-bundle-staging-`;
+    const leftovers = (await readdir(dirname(root))).some((name) => name.startsWith(prefix));
+    if (!leftovers) {
+      throw new SessionBundleError(
+        'io_failure',
+        `nothing to clean up for ${destination}: it does not exist, and no interrupted hydrate left staging for it in ${dirname(root)}; check the path`,
+        { operation: 'cleanup' },
+      );
+    }
+  }
   const { cleanupHydrationStaging } = await import('../bundle/cleanup.js');
-  const r = await cleanupHydrationStaging({ destinationRoot: resolve(destination) });
+  const r = await naming(destination, destination, () => cleanupHydrationStaging({ destinationRoot: root }));
   io.stdout.write(`removed ${r.removedStagingDirectories} staging director${r.removedStagingDirectories === 1 ? 'y' : 'ies'} and ${r.removedOwnershipRecords} ownership record(s) for ${r.destinationRoot}\n`);
 }
 

@@ -8,6 +8,7 @@ import { createReadStream } from 'node:fs';
 import fs from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import type { CommittedSessionRevision, SessionRevisionRef } from '../../protocol/repository';
+import { assertBundleIsForSession } from '../repository/bundleIdentity';
 import { materializeSessionCheckpointV1, publishSessionCheckpointV1 } from '../repository/checkpoint';
 import type { SessionRepository } from '../repository/contract';
 import { SessionRepositoryError } from '../repository/errors';
@@ -98,7 +99,9 @@ export async function runSessionCommand(argv: string[], io: Io): Promise<number>
   try {
     if (!Object.hasOwn(HANDLERS, command)) throw new UsageError(`unknown command "${command}"`);
     const handler = HANDLERS[command as Subcommand];
-    repo = await openSessionRepository(values.repository !== undefined ? { location: values.repository } : {});
+    if (command === 'commit') await checkCommit(args, values);
+    // Only commit creates a repository; the others refuse a directory given with --repository that does not exist.
+    repo = await openSessionRepository({ ...(values.repository !== undefined ? { location: values.repository } : {}), createIfMissing: command === 'commit' });
     const result = await handler(repo, args, values);
     io.stdout.write(json ? JSON.stringify(result.json, null, 2) + '\n' : result.text);
     return 0;
@@ -187,6 +190,29 @@ async function digestFile(file: string): Promise<{ digest: string; bytes: number
   return { digest: `sha256:${hash.digest('hex')}`, bytes };
 }
 
+/**
+ * A commit's arguments and its bundle file, checked before the repository is opened (which may create it): a bundle
+ * packed for another session is refused before anything is written.
+ */
+async function checkCommit(args: string[], values: Values): Promise<{ sessionId: string; bundleFile: string; expectedRevision?: string; agentId?: string }> {
+  const [sessionId, bundleFile] = exactly(args, ['id', 'bundle-file']) as [string, string];
+  const expectedRevision = values['expected-revision'];
+  const agentId = values['agent-id'];
+  if ((expectedRevision === undefined) === (agentId === undefined)) {
+    throw new UsageError('give --expected-revision rN (the revision you started from) to commit, or --agent-id A to create a new session');
+  }
+  if (agentId !== undefined && values['commit-id'] !== undefined) throw new UsageError('--commit-id applies to commits, not to creating a session');
+  let stat;
+  try {
+    stat = await fs.stat(bundleFile);
+  } catch (err) {
+    throw new UsageError(`cannot read the bundle file ${bundleFile}: ${(err as Error).message}`);
+  }
+  if (!stat.isFile()) throw new UsageError(`${bundleFile} is not a regular file`);
+  await assertBundleIsForSession(bundleFile, sessionId);
+  return { sessionId, bundleFile, ...(expectedRevision !== undefined ? { expectedRevision } : {}), ...(agentId !== undefined ? { agentId } : {}) };
+}
+
 const HANDLERS: Record<Subcommand, Handler> = {
   async diff(repo, args, values) {
     // One argument: the sandbox, compared with the revision it was opened from or last saved as.
@@ -211,7 +237,7 @@ const HANDLERS: Record<Subcommand, Handler> = {
         s.updatedAt,
       ]);
     }
-    return { json: sessions, text: sessions.length === 0 ? 'no sessions\n' : table(rows) };
+    return { json: sessions, text: sessions.length === 0 ? 'no sessions yet (`sandbox-sessions session commit <id> <bundle-file> --agent-id A` creates one)\n' : table(rows) };
   },
 
   async show(repo, args) {
@@ -246,31 +272,20 @@ const HANDLERS: Record<Subcommand, Handler> = {
   },
 
   async commit(repo, args, values) {
-    const [sessionId, bundleFile] = exactly(args, ['id', 'bundle-file']);
-    const expectedRevision = values['expected-revision'];
-    const agentId = values['agent-id'];
-    if ((expectedRevision === undefined) === (agentId === undefined)) {
-      throw new UsageError('give --expected-revision rN (the revision you started from) to commit, or --agent-id A to create a new session');
-    }
-    if (agentId !== undefined && values['commit-id'] !== undefined) throw new UsageError('--commit-id applies to commits, not to creating a session');
-    let stat;
-    try {
-      stat = await fs.stat(bundleFile!);
-    } catch (err) {
-      throw new UsageError(`cannot read the bundle file ${bundleFile}: ${(err as Error).message}`);
-    }
-    if (!stat.isFile()) throw new UsageError(`${bundleFile} is not a regular file`);
-    const { digest, bytes } = await digestFile(bundleFile!);
+    const { sessionId, bundleFile, expectedRevision, agentId } = await checkCommit(args, values);
+    const { digest, bytes } = await digestFile(bundleFile);
     const checkpoint = await publishSessionCheckpointV1({
       objectStore: repo.objects,
-      compatibilityBundle: { path: bundleFile!, archiveDigest: digest, compressedBytes: bytes },
+      compatibilityBundle: { path: bundleFile, archiveDigest: digest, compressedBytes: bytes },
+      // The repository's own check of the bundle's session (bundleIdentity.ts), as for every committer.
+      sessionId,
     });
     const activation = values['activation-id'] !== undefined ? { lastCommittedActivationId: values['activation-id'] } : {};
     const rev =
       agentId !== undefined
-        ? await repo.createSession({ sessionId: sessionId!, agentId, checkpoint, ...activation })
+        ? await repo.createSession({ sessionId, agentId, checkpoint, ...activation })
         : await repo.commit({
-            sessionId: sessionId!,
+            sessionId,
             expectedRevision: expectedRevision!,
             checkpoint,
             ...activation,

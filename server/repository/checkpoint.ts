@@ -10,6 +10,7 @@ import {
   type StoredSessionCheckpoint,
   StoredSessionCheckpointSchema,
 } from '../../protocol/repository';
+import { assertBundleIsForSession } from './bundleIdentity';
 import { sha256Hex } from './digestMeter';
 import { SessionRepositoryError } from './errors';
 import { encodeJcs } from './jcs';
@@ -59,15 +60,20 @@ export async function verifyStoredCheckpoint(objectStore: ImmutableObjectStore, 
 /**
  * Publishes bundle then manifest, verifying each, before the caller may create or commit. `handOverBundle`: the
  * bundle file is the caller's to give up (see ObjectSource), so a file store may move it in rather than copy it.
+ * `sessionId`: the session the checkpoint is for — every committer gives it (CLI, saving a sandbox, activation,
+ * fork): a bundle packed for another session is refused (`identity_mismatch`) before anything is published
+ * (bundleIdentity.ts). Only tests of the byte store, whose "bundles" are any bytes, leave it out.
  */
 export async function publishSessionCheckpointV1(input: {
   objectStore: ImmutableObjectStore;
   compatibilityBundle: SessionBundleArtifactRef;
+  sessionId?: string;
   handOverBundle?: boolean;
   /** With `handOverBundle`: what the codec's pack vouches it wrote (bundle `writtenArchiveOf`; see WrittenFile). */
   writtenBundle?: WrittenFile | undefined;
 }): Promise<StoredSessionCheckpoint> {
   const { objectStore, compatibilityBundle } = input;
+  if (input.sessionId !== undefined) await assertBundleIsForSession(compatibilityBundle.path, input.sessionId);
   const handOver = input.handOverBundle === true ? { handOver: true, ...(input.writtenBundle !== undefined ? { written: input.writtenBundle } : {}) } : {};
   const bundle = await objectStore.publish({
     digest: compatibilityBundle.archiveDigest,

@@ -94,6 +94,70 @@ describe('bundle/cli', () => {
     assert.match(rm.stderr, /error \[destination_exists\]/);
   });
 
+  it('names the path the person gave: missing inputs, a file that is not a bundle, a missing destination directory', async () => {
+    const out = join(tmp.path, 'x.tar.zst');
+    let r = await run(['pack', join(tmp.path, 'nostate'), roots.workspaceRoot, '-o', out, '--session-id', 's']);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /^error \[invalid_input\]: the state directory .*nostate does not exist \(ENOENT\)\n$/);
+    r = await run(['pack', roots.stateRoot, join(tmp.path, 'nows'), '-o', out, '--session-id', 's']);
+    assert.match(r.stderr, /^error \[invalid_input\]: the workspace directory .*nows does not exist \(ENOENT\)\n$/);
+    r = await run(['pack', roots.stateRoot, join(roots.workspaceRoot, 'run.sh'), '-o', out, '--session-id', 's']);
+    assert.match(r.stderr, /^error \[invalid_input\]: the workspace directory .*run\.sh is not a directory\n$/);
+    r = await run(['pack', roots.stateRoot, roots.workspaceRoot, '-o', join(tmp.path, 'nodir', 'x.tar.zst'), '--session-id', 's']);
+    assert.match(r.stderr, /^error \[io_failure\]: cannot write .*nodir\/x\.tar\.zst: the directory .*nodir does not exist \(ENOENT\)\n$/);
+    assert.equal((await run(['pack', roots.stateRoot, roots.workspaceRoot, '-o', out, '--session-id', 's'])).code, 0);
+    r = await run(['pack', roots.stateRoot, roots.workspaceRoot, '-o', out, '--session-id', 's']);
+    assert.match(r.stderr, /^error \[destination_exists\]: .*x\.tar\.zst: the destination already exists/);
+
+    r = await run(['inspect', 'nofile.tar.zst']);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /^error \[io_failure\]: cannot inspect the bundle: nofile\.tar\.zst does not exist \(ENOENT\)\n$/);
+    r = await run(['hydrate', 'nofile.tar.zst', join(tmp.path, 'h'), '--session-id', 's']);
+    assert.match(r.stderr, /^error \[io_failure\]: cannot hydrate the bundle: nofile\.tar\.zst does not exist/);
+    r = await run(['inspect', tmp.path]);
+    assert.match(r.stderr, /^error \[io_failure\]: cannot inspect the bundle: .* is not a regular file\n$/);
+    const text = join(tmp.path, 'notes.tar.zst');
+    writeFileSync(text, 'just some text, not zstd\n');
+    r = await run(['inspect', text]);
+    assert.match(r.stderr, /^error \[integrity_mismatch\]: .*notes\.tar\.zst: .*not a Session Bundle: it is not zstd-compressed/);
+    r = await run(['hydrate', text, join(tmp.path, 'h'), '--session-id', 's']);
+    assert.match(r.stderr, /^error \[integrity_mismatch\]: .*notes\.tar\.zst: .*not a Session Bundle/);
+    const truncated = join(tmp.path, 'cut.tar.zst');
+    writeFileSync(truncated, readFileSync(out).subarray(0, 100));
+    r = await run(['inspect', truncated]);
+    assert.match(r.stderr, /^error \[integrity_mismatch\]: .*cut\.tar\.zst: /);
+    r = await run(['hydrate', out, join(tmp.path, 'nodir', 'h'), '--session-id', 's']);
+    assert.match(r.stderr, /^error \[io_failure\]: cannot hydrate into .*nodir\/h: the directory .*nodir does not exist/);
+    r = await run(['hydrate', out, roots.stateRoot, '--session-id', 's']);
+    assert.match(r.stderr, /^error \[destination_exists\]: .*state: /);
+  });
+
+  it('hydrating as another session names the session the bundle was packed for and the one expected', async () => {
+    const out = join(tmp.path, 's.tar.zst');
+    assert.equal((await run(['pack', roots.stateRoot, roots.workspaceRoot, '-o', out, '--session-id', 'demo'])).code, 0);
+    const r = await run(['hydrate', out, join(tmp.path, 'h'), '--session-id', 'other']);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /^error \[identity_mismatch\]: .*s\.tar\.zst: the bundle belongs to session "demo", not to the expected session "other"; use it as "demo", or pack it again with session id "other"\n$/);
+    assert.deepEqual(listing(tmp.path), ['s.tar.zst', 'src']);
+  });
+
+  it('cleanup refuses a destination that does not exist and has no leftovers, or is not a directory', async () => {
+    let r = await run(['cleanup', join(tmp.path, 'does-not-exist')]);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /^error \[io_failure\]: nothing to clean up for .*does-not-exist: it does not exist, and no interrupted hydrate left staging for it in .*; check the path\n$/);
+    r = await run(['cleanup', join(tmp.path, 'nodir', 'dest')]);
+    assert.match(r.stderr, /^error \[io_failure\]: cannot clean up for .*nodir\/dest: the directory .*nodir does not exist \(ENOENT\)\n$/);
+    r = await run(['cleanup', join(roots.workspaceRoot, 'run.sh')]);
+    assert.match(r.stderr, /^error \[io_failure\]: cannot clean up for .*run\.sh: it is not a directory/);
+    assert.deepEqual(listing(tmp.path).filter((p) => p.includes('.lock')), [], 'a refused cleanup leaves no lock file');
+    // A destination an interrupted hydrate never reached, with its staging beside it: cleaned up.
+    const owner = join(tmp.path, '.h.maka-session-bundle-staging-00000000-0000-4000-8000-000000000000.owner.json');
+    writeFileSync(owner, 'not an ownership record\n');
+    r = await run(['cleanup', join(tmp.path, 'h')]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /removed 0 staging directories/);
+  });
+
   it('reports usage errors with exit 2', async () => {
     for (const argv of [[], ['nope'], ['pack', roots.stateRoot], ['pack', roots.stateRoot, roots.workspaceRoot, '-o', 'x'], ['inspect'], ['inspect', 'f', '--expected-digest', 'SHA256:x'], ['hydrate', 'f', 'd'], ['inspect', 'f', '--bogus']]) {
       const r = await run(argv);

@@ -1,9 +1,17 @@
-// Checkpoint manifest encoding and object ids against the spec's vectors (§9.1, §9.3), and the
-// admission rules that make a checkpoint's refs bind to exactly its bytes.
+// Checkpoint manifest encoding and object ids against the spec's vectors (§9.1, §9.3), the
+// admission rules that make a checkpoint's refs bind to exactly its bytes, and publication for a
+// session refusing a bundle packed for another before anything is published.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { CODEC_TEST_LIMITS } from '../../../protocol/bundle';
 import { SESSION_BUNDLE_MEDIA_TYPE, SESSION_CHECKPOINT_MANIFEST_MEDIA_TYPE } from '../../../protocol/repository';
-import { admitStoredCheckpoint, encodeSessionCheckpointManifestV1 } from '../../../server/repository/checkpoint';
+import { packSessionBundle } from '../../../server/bundle';
+import { admitStoredCheckpoint, encodeSessionCheckpointManifestV1, publishSessionCheckpointV1 } from '../../../server/repository/checkpoint';
+import { FileObjectStore } from '../../../server/repository/fileObjectStore';
+import type { ImmutableObjectStore } from '../../../server/repository/objectStore';
+import { createFixture, fixturePackOptions, GOLDEN, tempDir } from '../../fixtures/bundle/goldenFixture';
 import { isSessionRepositoryError } from '../../../server/repository/errors';
 import { FILE_OBJECT_REF_SCHEME } from '../../../server/repository/fileObjectStore';
 import { encodeJcs } from '../../../server/repository/jcs';
@@ -54,5 +62,41 @@ describe('checkpoint manifest (spec §9)', () => {
 
   it('JCS sorts keys by code unit, drops undefined, keeps raw UTF-8', () => {
     assert.equal(encodeJcs({ b: 1, a: [true, null, 'α'], c: undefined, A: 0.5 }), '{"A":0.5,"a":[true,null,"α"],"b":1}');
+  });
+
+  it('published for a session: refuses a bundle packed for another session, or not a bundle, before anything is published', async () => {
+    const tmp = tempDir('checkpoint-identity-');
+    try {
+      const real = new FileObjectStore(join(tmp.path, 'objects-root'));
+      const published: string[] = [];
+      const store: ImmutableObjectStore = {
+        objectIdOf: (ref) => real.objectIdOf(ref),
+        publish: async (input) => {
+          published.push(input.mediaType);
+          return real.publish(input);
+        },
+        assertReadable: (ref) => real.assertReadable(ref),
+        materialize: (input) => real.materialize(input),
+      };
+      const packed = await packSessionBundle({ ...fixturePackOptions(createFixture(join(tmp.path, 'src')), join(tmp.path, 'b.tar.zst')), limits: CODEC_TEST_LIMITS });
+      const artifact = { path: packed.path, archiveDigest: packed.archiveDigest, compressedBytes: packed.compressedBytes };
+      await assert.rejects(publishSessionCheckpointV1({ objectStore: store, compatibilityBundle: artifact, sessionId: 'other' }), (err: unknown) => {
+        assert.ok(isSessionRepositoryError(err, 'identity_mismatch'), String(err));
+        assert.match(err.message, new RegExp(`was packed for session "${GOLDEN.sessionId}", not for session "other"`));
+        return true;
+      });
+      const junk = join(tmp.path, 'junk.tar.zst');
+      writeFileSync(junk, 'junk');
+      await assert.rejects(
+        publishSessionCheckpointV1({ objectStore: store, compatibilityBundle: { path: junk, archiveDigest: `sha256:${createHash('sha256').update('junk').digest('hex')}`, compressedBytes: 4 }, sessionId: 'other' }),
+        (err: unknown) => isSessionRepositoryError(err, 'integrity_mismatch') && /not a Session Bundle/.test(err.message),
+      );
+      assert.deepEqual(published, [], 'nothing was published');
+      const checkpoint = await publishSessionCheckpointV1({ objectStore: store, compatibilityBundle: artifact, sessionId: GOLDEN.sessionId });
+      assert.equal(checkpoint.value.compatibilityBundle.digest, GOLDEN.archiveDigest);
+      assert.equal(published.length, 2);
+    } finally {
+      tmp.cleanup();
+    }
   });
 });
