@@ -220,7 +220,8 @@ export async function runForkCommand(argv: string[], io: CommandIo, deps: Activa
     const at = ref.lastIndexOf('@');
     if (at <= 0 || !/^r[1-9][0-9]*$/.test(ref.slice(at + 1))) throw new UsageError(`name the source revision explicitly, e.g. ${ref.split('@')[0] || 'my-session'}@r3 (a fork never takes "latest")`);
     const repository = flag(args, 'repository');
-    repo = await openSessionRepository(repository !== undefined ? { location: repository } : {});
+    // A fork reads its source from the repository: one given that does not exist is a mistyped path, not a new one.
+    repo = await openSessionRepository({ ...(repository !== undefined ? { location: repository } : {}), createIfMissing: false });
     const service = new ActivationService({ repository: repo, providers: localProviders({ providers: deps.providers ?? {} }), log: createLogger(io.stderr, 'warn') });
     const to = flag(args, 'to');
     const result = await service.fork({

@@ -179,7 +179,7 @@ describe('session CLI: a repository directory that does not exist', () => {
 
   it('is refused by the commands that only read, named, and not created; the first commit creates it', async () => {
     const missing = path.join(scratch, 'typo-repo');
-    for (const argv of [['list'], ['show', 'demo'], ['revisions', 'demo'], ['checkout', 'demo', path.join(scratch, 'out')], ['diff', 'demo', 'sb'], ['gc'], ['delete', 'demo']]) {
+    for (const argv of [['list'], ['show', 'demo'], ['revisions', 'demo'], ['checkout', 'demo', path.join(scratch, 'out')], ['diff', 'demo', 'sb'], ['gc'], ['delete', 'demo'], ['fork', 'demo@r1']]) {
       const r = await cli([...argv, '--repository', missing]);
       assert.equal(r.code, 1, `${argv[0]}: ${r.stdout}`);
       assert.match(r.stderr, /repository_not_found: there is no session repository at .*typo-repo \(--repository .*typo-repo\): the directory does not exist/, argv[0]);
