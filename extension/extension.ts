@@ -144,8 +144,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<Sandbo
   await restoreWindow(context, registry, fileSystem, terminals, log);
   context.subscriptions.push(registerSupportReport({ context, companion, registry, fileSystem, live, roundTrip: (key) => statusBar.roundTrip(key) }));
   const mcp = registerMcpServerProvider(context, log);
-  const ports = registerPorts({ companion, registry, resolveSandbox, log });
+  const ports = registerPorts({ companion, registry, resolveSandbox, log, state: context.workspaceState });
   context.subscriptions.push(...ports.disposables);
+  // Not awaited: each forward waits for the companion server, which activation does not.
+  void ports.forwards.restore().catch((err: unknown) => log.warn(`forwarding ports again after a reload: ${messageOf(err)}`));
   log.info('activated');
   return {
     companion,

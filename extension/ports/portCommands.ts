@@ -17,6 +17,8 @@ export interface PortsDeps {
   registry: SandboxRegistry;
   resolveSandbox: SandboxResolver;
   log: vscode.LogOutputChannel;
+  /** Where this window remembers its forwards across a reload (workspaceState). */
+  state?: vscode.Memento;
 }
 
 const message = (err: unknown) => (err instanceof Error ? err.message : String(err));
@@ -63,7 +65,7 @@ async function pickPort(detected: Promise<{ ports: ListeningPort[]; note?: strin
 
 export function registerPorts(deps: PortsDeps): { forwards: PortForwards; links: TerminalPortLinks; tree: PortsTreeProvider; disposables: vscode.Disposable[] } {
   const { companion, registry, resolveSandbox, log } = deps;
-  const forwards = new PortForwards(companion, registry, log);
+  const forwards = new PortForwards(companion, registry, log, deps.state);
   const tree = new PortsTreeProvider(forwards);
   const links = new TerminalPortLinks(forwards, (key) => registry.summary(key)?.ref.name ?? parseSandboxKey(key)?.name ?? key);
   const forwardOf = (node: unknown): PortForward | undefined => (isPortNode(node) ? node.forward : undefined);

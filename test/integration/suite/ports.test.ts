@@ -5,7 +5,9 @@
 // (through a pods/portforward; stopping the forward closes the address). A forward ends with its
 // sandbox, and a sandbox that ended is refused.
 import assert from 'node:assert/strict';
+import net from 'node:net';
 import * as vscode from 'vscode';
+import { PortForwards } from '../../../extension/ports/portForwards';
 import type { PortForward } from '../../../protocol/ports';
 import type { SandboxSummary } from '../../../protocol/sandboxes';
 import { accepts, freePort } from '../../fixtures/loopback';
@@ -34,6 +36,54 @@ async function serveInTerminal(sandbox: SandboxSummary, port: number) {
   assert.ok(link, `a link for port ${port} in ${JSON.stringify(line)}`);
   assert.match(String(link.tooltip), new RegExp(`Forward port ${port} of sandbox ${sandbox.ref.name}`));
   return { terminal, link, screen };
+}
+
+/** A Memento in memory: the workspaceState of a window that reloads (both windows see the same one). */
+function memoryMemento(): vscode.Memento {
+  const values = new Map<string, unknown>();
+  return {
+    keys: () => [...values.keys()],
+    get: <T>(key: string, fallback?: T) => (values.has(key) ? (values.get(key) as T) : fallback),
+    update: async (key: string, value: unknown) => void values.set(key, value),
+  } as vscode.Memento;
+}
+
+/**
+ * A window that reloads: its companion server exits, and every forward with it (here: stopped behind the first
+ * window's back); the next window's PortForwards, on the same workspaceState, forwards the port again — on the
+ * same local port, or on a free one when that is taken now. A sandbox that has ended gets none back.
+ */
+async function forwardsAgainAfterReload(sandbox: SandboxSummary, port: number): Promise<void> {
+  const { companion, registry } = await api();
+  const log = vscode.window.createOutputChannel('Sandbox Sessions port test', { log: true });
+  const state = memoryMemento();
+  const first = new PortForwards(companion, registry, log, state);
+  const before = await first.forward(sandbox.key, port);
+  await companion.request('ports/stop', { id: before.id }); // what the server's exit does to it
+  assert.equal(await accepts(before.localPort), false);
+  const second = new PortForwards(companion, registry, log, state);
+  const [again] = await second.restore();
+  assert.ok(again, 'the forward is made again');
+  assert.equal(again.localPort, before.localPort, 'on the same local port');
+  assert.equal((await fetch(again.url)).status, 200, 'and it answers');
+  assert.deepEqual(second.all().map((f) => f.id), [again.id]);
+  // The next reload finds that local port taken by another program: a free one is used.
+  await companion.request('ports/stop', { id: again.id });
+  const squatter = net.createServer();
+  await new Promise<void>((resolve) => squatter.listen(before.localPort, '127.0.0.1', resolve));
+  try {
+    const third = new PortForwards(companion, registry, log, state);
+    const [moved] = await third.restore();
+    assert.ok(moved, 'forwarded on another port');
+    assert.notEqual(moved.localPort, before.localPort);
+    assert.equal((await fetch(moved.url)).status, 200);
+    assert.deepEqual(third.rememberedForwards().map((r) => r.localPort), [moved.localPort]);
+    await third.stop(moved);
+    assert.deepEqual(third.rememberedForwards(), []);
+  } finally {
+    squatter.close();
+    log.dispose();
+  }
 }
 
 /** The forwards the Ports section shows, as VS Code asks its tree. */
@@ -95,9 +145,13 @@ describe('Port forwarding', () => {
       // The request reached the sandbox's server (its log line in the terminal).
       await until(() => /"GET \/ HTTP\/1\.1" 200/.test(screen()), 'the server to log the request');
       assert.ok((await portNodes()).some((f) => f.id === forward.id), 'the Ports section shows the forward');
+      const remembered = { key: sandbox.key, sandboxPort: port, localPort: forward.localPort, via: 'port-forward' };
+      assert.deepEqual(exported.ports.forwards.rememberedForwards(), [remembered], 'the window remembers it for a reload');
       await vscode.commands.executeCommand('sandboxSessions.stopForwardedPort', { kind: 'port', forward });
       assert.equal(exported.ports.forwards.all().some((f) => f.id === forward.id), false);
+      assert.deepEqual(exported.ports.forwards.rememberedForwards(), [], 'a stopped forward is not forwarded again after a reload');
       assert.equal(await accepts(forward.localPort), false, 'the forwarded address stops answering');
+      await forwardsAgainAfterReload(sandbox, port);
       terminal.sendText('\x03', false);
       await exported.companion.request('sandboxes/terminate', { ref: sandbox.ref, mode: 'Immediate', wait: true });
       await assert.rejects(exported.companion.request('ports/forward', { ref: sandbox.ref, port }), /has ended \(Cancelled\): nothing runs in it/);
