@@ -1,6 +1,6 @@
 // The exit code of an `exec` verb (`sandbox exec`, `kruntimes exec`): the sandbox command's own, so a
 // script (or `make`, or CI) branches on it as if the command ran here; the shell's conventions where
-// the command has none (it timed out, or was cancelled).
+// the command has none (it timed out, or was cancelled, or its program is not in the sandbox).
 
 /** How a sandbox command ended, as the gateway's `command` result says it. */
 export interface CommandEnd {
@@ -21,3 +21,14 @@ export function commandExitCode(cmd: CommandEnd, interrupted = false): number {
 
 /** The exit code of a command Ctrl+C cancelled before it said how it ended. */
 export const INTERRUPTED_EXIT_CODE = 130;
+
+/** The exit code of a command whose program the sandbox does not have, as a shell's `command not found`. */
+export const COMMAND_NOT_FOUND_EXIT_CODE = 127;
+
+/** How a kruntimes gateway (and the local one, which answers as it does) says an argv's program is not there. */
+const NOT_FOUND = /start command: exec: "([^"]*)": executable file not found in \$PATH/;
+
+/** The program named in a gateway's "executable file not found" refusal, or undefined for any other failure. */
+export function commandNotFound(err: unknown): string | undefined {
+  return err instanceof Error ? NOT_FOUND.exec(err.message)?.[1] : undefined;
+}

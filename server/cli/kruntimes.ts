@@ -11,7 +11,7 @@ import { createLogger } from '../log';
 import { KruntimesSandboxProvider } from '../sandboxes/kruntimes/kruntimesProvider';
 import { SandboxError } from '../sandboxes/provider';
 import { bool, type CommandHelp, flag, parseVerb, positiveIntFlag, UsageError, verbHelp, writeLine, type ParsedArgs } from './args';
-import { commandExitCode, INTERRUPTED_EXIT_CODE } from './commandExitCode';
+import { COMMAND_NOT_FOUND_EXIT_CODE, commandExitCode, commandNotFound, INTERRUPTED_EXIT_CODE } from './commandExitCode';
 import { logQuery, readLogUntilInterrupt, withKubectlFollow } from './logFlags';
 import { parsePortSpec, PORT_FORWARD_SYNOPSIS, runPortForward } from './portForward';
 import { portForwardService } from '../ports/portSubstrates';
@@ -93,6 +93,12 @@ export async function runKruntimesCommand(argv: string[], io: CommandIo, opts: {
     if (err instanceof UsageError) {
       writeLine(io.stderr, `error: ${err.message}\n${USAGE}`);
       return exitCodeFor(err);
+    }
+    const missing = verb === 'exec' ? commandNotFound(err) : undefined;
+    if (missing !== undefined) {
+      // As a shell says it, and with its exit code: the program is not in the sandbox.
+      writeLine(io.stderr, `error: ${missing}: command not found in sandbox ${args.positionals[0] ?? ''}`);
+      return COMMAND_NOT_FOUND_EXIT_CODE;
     }
     const code = (err as { code?: unknown }).code;
     writeLine(io.stderr, `error${typeof code === 'string' ? ` (${code})` : ''}: ${(err as Error).message}`);

@@ -11,7 +11,7 @@ import type { LocalGatewayClient } from '../gateway/localClient';
 import { defaultStateDir, StateLayout } from '../local/stateRoot';
 import { CREDENTIAL_FLAG_HELP, CREDENTIAL_FLAG_SYNOPSIS, credentialValues, parseCredentialFlags } from './credentialFlag';
 import { bool, type CommandHelp, flag, type ParsedArgs, parseVerb, positiveIntFlag, UsageError, verbHelp, verbUsage, writeLine } from './args';
-import { commandExitCode, INTERRUPTED_EXIT_CODE } from './commandExitCode';
+import { COMMAND_NOT_FOUND_EXIT_CODE, commandExitCode, commandNotFound, INTERRUPTED_EXIT_CODE } from './commandExitCode';
 import { logQuery, readLogUntilInterrupt, withKubectlFollow } from './logFlags';
 import { parsePortSpec, PORT_FORWARD_SYNOPSIS, runPortForward } from './portForward';
 import { type CommandIo as CliIo, readAll } from './io';
@@ -117,6 +117,13 @@ export async function runSandboxCommand(argv: string[], io: CliIo, opts: Sandbox
     if (err instanceof UsageError) {
       writeLine(io.stderr, `error: ${err.message}\n${verbUsage(SANDBOX_HELP, verb)}`);
       return exitCodeFor(err);
+    }
+    const missing = verb === 'exec' ? commandNotFound(err) : undefined;
+    if (missing !== undefined) {
+      // As a shell says it, and with its exit code: the program is not in the sandbox.
+      const text = `${missing}: command not found in sandbox ${ns}/${args.positionals[0] ?? ''}`;
+      writeLine(io.stderr, json ? JSON.stringify({ error: text }) : `error: ${text}`);
+      return COMMAND_NOT_FOUND_EXIT_CODE;
     }
     const message = await errorText(err, ns, verb === 'create' && flag(args, 'runtime') === 'opensandbox' ? (opts.env ?? process.env) : undefined);
     writeLine(io.stderr, json ? JSON.stringify({ error: message }) : `error: ${message}`);

@@ -66,10 +66,13 @@ describe('CLI: sandbox and doctor', function () {
     // The command must print before its timeout: 2 s leaves a loaded machine time to start `sh` (300 ms did not).
     const slow = await sandbox(stateDir, ['exec', 'cli-demo', '--timeout-ms', '2000', '--shell', 'printf partial; sleep 30']);
     assert.deepEqual([slow.code, slow.out], [124, 'partial']);
+    // A program the sandbox does not have: 127 and the words a shell uses, streamed or as JSON.
+    assert.deepEqual(await sandbox(stateDir, ['exec', 'cli-demo', '--', 'no-such-program', 'x']), { code: 127, out: '', err: 'error: no-such-program: command not found in sandbox default/cli-demo\n' });
+    assert.deepEqual(await sandbox(stateDir, ['exec', 'cli-demo', '--json', '--', 'no-such-program']), { code: 127, out: '', err: '{"error":"no-such-program: command not found in sandbox default/cli-demo"}\n' });
     const asJson = await sandbox(stateDir, ['exec', 'cli-demo', '--json', '--', 'echo', 'hello']);
     assert.deepEqual(JSON.parse(asJson.out), { exitCode: 0, stdout: 'hello\n', stderr: '', timedOut: false, cancelled: false });
     const ops = await sandbox(stateDir, ['operations', 'cli-demo', '--json']);
-    assert.equal((JSON.parse(ops.out) as unknown[]).length, 3);
+    assert.equal((JSON.parse(ops.out) as unknown[]).length, 3, 'a program that is not there starts no operation');
 
     const closed = await sandbox(stateDir, ['close', 'cli-demo', '--json']);
     assert.equal(closed.code, 0, closed.err);

@@ -54,6 +54,8 @@ forEachClusterEra('sandbox-sessions kruntimes CLI', function (era) {
     assert.equal(exec.out, 'hello');
     assert.equal((await cli('exec', 'cli-sbx', '--', 'sh', '-c', 'exit 7')).code, 7);
     assert.equal((await cli('exec', 'cli-sbx', '--shell', 'exit 2')).code, 2, 'as `make` failing');
+    // A program the sandbox does not have: 127 and the words a shell uses.
+    assert.deepEqual(await cli('exec', 'cli-sbx', '--', 'no-such-program', 'x'), { code: 127, out: '', err: 'error: no-such-program: command not found in sandbox cli-sbx\n' });
     const failedJson = await cli('exec', 'cli-sbx', '--json', '--shell', 'echo out; exit 5');
     assert.equal(failedJson.code, 5);
     assert.deepEqual(JSON.parse(failedJson.out), { exitCode: 5, stdout: 'out\n', stderr: '', timedOut: false });
