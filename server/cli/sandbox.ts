@@ -50,7 +50,9 @@ const VERBS = {
   cancel: 'cancel NAME OPERATION_ID',
   close: 'close NAME [--immediate] [--no-wait]',
   delete: 'delete NAME',
-  artifacts: 'artifacts NAME',
+  artifacts: `artifacts NAME [--output DIR [--unpack]]
+    without --output: where Drain exported them (a folder is kept as a .tar.gz), digests verified;
+    --output: copies them there, verified (--unpack: a folder unpacked), as kruntimes artifacts does`,
   operations: 'operations NAME',
   logs: 'logs NAME [-f|--follow] [--tail N] [--since DUR | --since-time RFC3339] [--timestamps]',
   'port-forward': PORT_FORWARD_SYNOPSIS,
@@ -59,10 +61,10 @@ type Verb = keyof typeof VERBS;
 
 export const SANDBOX_HELP: CommandHelp = verbHelp('sandbox', VERBS, 'common: --namespace NS (default "default"), --state-dir DIR, --json');
 
-const BOOLEANS = ['json', 'no-wait', 'all-namespaces', 'isolate-network', 'immediate', 'follow', 'timestamps', 'stdin'];
+const BOOLEANS = ['json', 'no-wait', 'all-namespaces', 'isolate-network', 'immediate', 'follow', 'timestamps', 'stdin', 'unpack'];
 /** Raw stdin that still fits the gateway's 1 MiB request once base64-encoded (with the request around it). */
 const STDIN_LIMIT_BYTES = 700 * 1024;
-const VALUES = ['image', 'cpu', 'memory', 'ttl-seconds', 'allow-egress', 'credential', 'name', 'runtime', 'idle-timeout', 'lease-timeout', 'timeout', 'queue-size', 'operation-timeout', 'env', 'namespace', 'state-dir', 'shell', 'workdir', 'timeout-ms', 'operation-id', 'tail', 'since', 'since-time'];
+const VALUES = ['image', 'cpu', 'memory', 'ttl-seconds', 'allow-egress', 'credential', 'name', 'runtime', 'idle-timeout', 'lease-timeout', 'timeout', 'queue-size', 'operation-timeout', 'env', 'namespace', 'state-dir', 'shell', 'workdir', 'timeout-ms', 'operation-id', 'tail', 'since', 'since-time', 'output'];
 
 export interface SandboxCommandOptions {
   /** How to start the daemon when none runs (default: this program with `gateway`). */
@@ -320,8 +322,12 @@ async function deleteVerb(c: SandboxVerbContext): Promise<number> {
 }
 
 async function artifactsVerb(c: SandboxVerbContext): Promise<number> {
-  const { io, json, stateDir, ns, out, need, connect } = c;
-  const run = await (await connect()).getRun(ns, need(0, 'a sandbox name'));
+  const { args, io, json, stateDir, ns, out, need, connect } = c;
+  const name = need(0, 'a sandbox name');
+  const output = flag(args, 'output');
+  if (output === undefined && bool(args, 'unpack')) throw new UsageError('--unpack goes with --output DIR (where to unpack)');
+  if (output !== undefined) return downloadArtifacts(c, name, output);
+  const run = await (await connect()).getRun(ns, name);
   const store = (run.status?.artifactStore as { filesystem?: { path?: string } } | undefined)?.filesystem?.path ?? new StateLayout(stateDir).artifactStoreRoot;
   const { verifyArtifact } = await import('../local/artifactStore.js');
   const list = [];
@@ -333,6 +339,30 @@ async function artifactsVerb(c: SandboxVerbContext): Promise<number> {
   else if (list.length === 0) writeLine(io.stdout, `no artifacts (phase ${run.status?.phase ?? 'Pending'})`);
   else for (const a of list) writeLine(io.stdout, `${a.name}\t${a.type}\t${a.sizeBytes}\t${a.digest}\t${a.verified ? 'ok' : 'DIGEST MISMATCH'}\t${a.path}`);
   return list.every((a) => a.verified) ? 0 : 1;
+}
+
+/** `artifacts --output DIR`: each artifact copied there and verified against its digest (a folder unpacked with --unpack). */
+async function downloadArtifacts(c: SandboxVerbContext, name: string, output: string): Promise<number> {
+  const { args, io, opts, json, stateDir, ns, out, connect } = c;
+  await connect(); // the sandbox's Run is the daemon's: started when none runs
+  const [{ createLogger }, { LocalSandboxProvider }, { LOCAL_CONTEXT }, path] = await Promise.all([
+    import('../log.js'),
+    import('../sandboxes/localProvider.js'),
+    import('../../protocol/sandboxes.js'),
+    import('node:path'),
+  ]);
+  const provider = new LocalSandboxProvider({ stateDir, log: createLogger(io.stderr, 'warn'), ...(opts.gatewayCommand ? { gatewayCommand: opts.gatewayCommand } : {}) });
+  try {
+    const ref = { provider: 'local' as const, context: LOCAL_CONTEXT, namespace: ns, name };
+    const progress = json ? undefined : (_phase: string, message?: string) => message && writeLine(io.stderr, message);
+    const list = await provider.downloadArtifacts(ref, path.resolve(output), { unpack: bool(args, 'unpack'), ...(progress ? { progress } : {}) });
+    if (json) out('', list);
+    else if (list.length === 0) writeLine(io.stderr, `sandbox ${ns}/${name} exported no artifacts`);
+    else for (const a of list) writeLine(io.stdout, `${a.name}\t${a.type}\t${a.sizeBytes}\t${a.digest}\t${a.unpackedTo ?? a.path}`);
+    return 0;
+  } finally {
+    await provider.dispose();
+  }
 }
 
 async function operationsVerb(c: SandboxVerbContext): Promise<number> {

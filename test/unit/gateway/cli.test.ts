@@ -59,7 +59,7 @@ describe('CLI: sandbox and doctor', function () {
     assert.equal(summary.name, 'cli-demo');
     assert.equal(summary.phase, 'Ready');
 
-    const ok = await sandbox(stateDir, ['exec', 'cli-demo', '--shell', 'printf "$GREETING" > "$KRUNTIME_ARTIFACTS_DIR/greeting.txt"; echo out; echo err >&2; exit 7']);
+    const ok = await sandbox(stateDir, ['exec', 'cli-demo', '--shell', 'printf "$GREETING" > "$KRUNTIME_ARTIFACTS_DIR/greeting.txt"; mkdir -p "$KRUNTIME_ARTIFACTS_DIR/site/css" && echo body > "$KRUNTIME_ARTIFACTS_DIR/site/css/a.css"; echo out; echo err >&2; exit 7']);
     assert.equal(ok.code, 7);
     assert.equal(ok.out, 'out\n');
     assert.equal(ok.err, 'err\n');
@@ -78,12 +78,22 @@ describe('CLI: sandbox and doctor', function () {
     assert.equal(closed.code, 0, closed.err);
     const drained = JSON.parse(closed.out) as { phase: string; artifacts?: { name: string }[] };
     assert.equal(drained.phase, 'Succeeded');
-    assert.deepEqual(drained.artifacts?.map((a) => a.name), ['greeting.txt'], 'close says what Drain exported');
+    assert.deepEqual(drained.artifacts?.map((a) => a.name).sort(), ['greeting.txt', 'site'], 'close says what Drain exported');
     const arts = await sandbox(stateDir, ['artifacts', 'cli-demo', '--json']);
     assert.equal(arts.code, 0, arts.err);
     const list = JSON.parse(arts.out) as Array<{ name: string; path: string; verified: boolean }>;
-    assert.deepEqual(list.map((a) => [a.name, a.verified]), [['greeting.txt', true]]);
-    assert.equal(await fs.readFile(list[0]?.path ?? '', 'utf8'), 'hi');
+    assert.deepEqual(list.map((a) => [a.name, a.verified]).sort(), [['greeting.txt', true], ['site', true]]);
+    assert.equal(await fs.readFile(list.find((a) => a.name === 'greeting.txt')?.path ?? '', 'utf8'), 'hi');
+    // --output copies them out verified, as `kruntimes artifacts` does; --unpack unpacks the folder.
+    const outDir = path.join(stateDir, 'downloads');
+    const copied = await sandbox(stateDir, ['artifacts', 'cli-demo', '--output', outDir, '--unpack', '--json']);
+    assert.equal(copied.code, 0, copied.err);
+    const got = JSON.parse(copied.out) as Array<{ name: string; path: string; unpackedTo?: string }>;
+    assert.equal(await fs.readFile(got.find((a) => a.name === 'greeting.txt')?.path ?? '', 'utf8'), 'hi');
+    const site = got.find((a) => a.name === 'site');
+    assert.ok(site?.unpackedTo, 'the folder was unpacked');
+    assert.equal(await fs.readFile(path.join(site.unpackedTo, 'css/a.css'), 'utf8'), 'body\n');
+    assert.equal((await sandbox(stateDir, ['artifacts', 'cli-demo', '--unpack'])).code, 2, '--unpack without --output');
 
     const listed = await sandbox(stateDir, ['list']);
     assert.match(listed.out, /^default\/cli-demo\tprocess\tSucceeded\tsession finalized\t\n$/);
