@@ -43,9 +43,11 @@ export async function compareSandboxWithRevision(
 ): Promise<WorkspaceChanges> {
   // The revision first: a session or revision that does not exist fails before the sandbox is read.
   const base = await services.revisions.index(input.sessionId, input.revision);
-  const tmp = await fsp.mkdtemp(path.join(os.tmpdir(), 'sandbox-sessions-changes-'));
   const sandbox = await services.sessions.reach(input.sandbox, work.signal);
+  let tmp: string | undefined;
   try {
+    // Made once the sandbox answered (a sandbox that cannot be reached leaves no folder behind), removed in finally.
+    tmp = await fsp.mkdtemp(path.join(os.tmpdir(), 'sandbox-sessions-changes-'));
     work.progress?.('reading', `reading the workspace of ${input.sandbox.name}`);
     let scanned: ScannedWorkspace | undefined;
     // In place, unless the directory holds what only the gateway reads faithfully (a symbolic link, which it
@@ -71,7 +73,7 @@ export async function compareSandboxWithRevision(
     };
   } finally {
     await sandbox.close();
-    await fsp.rm(tmp, { recursive: true, force: true });
+    if (tmp !== undefined) await fsp.rm(tmp, { recursive: true, force: true });
   }
 }
 
