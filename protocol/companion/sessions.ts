@@ -186,6 +186,26 @@ export const sessionMethods = {
       },
     },
   }),
+  'sessions/import': defineMethod('sessions/import', {
+    description:
+      'Imports a Session Bundle file (from Export Revision elsewhere, or Maka) as a revision of the session its ' +
+      'manifest names — a bundle is bound to its session. Every byte is checked first (as `bundles/inspect`), then it ' +
+      'is published and becomes `r1` of that session (no `expectedRevision`) or a compare-and-set commit on ' +
+      '`expectedRevision` (`revision_conflict` if the head moved).',
+    params: withProgressToken(z.object({ path: z.string().min(1), expectedRevision: RevisionSchema.optional(), agentId: IdentifierSchema.optional() })),
+    result: z.object({
+      revision: CommittedSessionRevisionSchema,
+      bundle: z.object({ digest: Sha256DigestSchema, bytes: z.number().int(), entryCount: z.number().int() }),
+    }),
+    progress: true,
+    example: {
+      params: { path: '/home/me/demo-r3.tar.zst', expectedRevision: 'r3' },
+      result: {
+        revision: { ref: { sessionId: 'demo', revision: 'r4' }, agentId: 'sandbox-sessions', checkpoint: EXAMPLE_CHECKPOINT },
+        bundle: { digest: 'sha256:c7c9efbe9fc8a1c84f22ec016985457d82070001c4579d5cecb1304459fed5e1', bytes: 676, entryCount: 8 },
+      },
+    },
+  }),
   'sessions/compareSandbox': defineMethod('sessions/compareSandbox', {
     description:
       "What a sandbox's workspace changed since a retained revision: the workspace is captured as `sessions/saveSandbox` " +

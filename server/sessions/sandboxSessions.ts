@@ -3,6 +3,8 @@
 // policy applied, packed, published, then create/commit with compare-and-set), and open any
 // retained revision in a fresh sandbox. Either way the sandbox's Run records the revision (protocol/sandboxRevision.ts),
 // so every client compares it with that revision. The moving itself is the workspace mover's (sandboxes/workspaceMover.ts).
+// Also a bundle file brought from elsewhere (Export Revision on another machine, Maka) imported as a revision of
+// its own session, checked byte for byte first.
 import fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -12,6 +14,7 @@ import type { CommittedSessionRevision, RevisionSummary, SessionSummary } from '
 import { type ProviderKind, type SandboxCreateSpec, type SandboxRef, type SandboxSummary, sandboxKey } from '../../protocol/sandboxes';
 import { sessionRevisionAnnotation } from '../../protocol/sandboxRevision';
 import { neutralIdentity } from '../activation/stateIdentity';
+import type { BundleProgress } from '../bundle/reader';
 import type { Logger } from '../log';
 import { materializeSessionCheckpointV1, publishSessionCheckpointV1 } from '../repository/checkpoint';
 import type { SessionRepository } from '../repository/contract';
@@ -38,6 +41,14 @@ export interface SaveSandboxInput {
   expectedRevision?: string | undefined;
   agentId?: string | undefined;
   commitId?: string | undefined;
+}
+
+export interface ImportBundleInput {
+  /** An absolute path to the `.tar.zst`. */
+  path: string;
+  /** Absent: the bundle's session is created (r1). Present: committed on top of exactly this revision. */
+  expectedRevision?: string | undefined;
+  agentId?: string | undefined;
 }
 
 export interface SavedSandbox {
@@ -89,6 +100,35 @@ export class SandboxSessionService {
       maxBytes: DEFAULT_PEOPLE_LIMITS.maxCompressedBytes,
     });
     return { revision, path: out.path, digest: out.expectedArchiveDigest, bytes: out.bytes };
+  }
+
+  /**
+   * A bundle file as a revision of the session it was packed for (its manifest names it: a bundle is bound to its
+   * session, and every later checkout checks that). Every byte is checked first, as `bundles/inspect` does, so a
+   * corrupt or tampered file is refused before the repository holds it; then published and created or committed
+   * with compare-and-set, like a save.
+   */
+  async importBundle(input: ImportBundleInput, work: WorkOptions & { onBundleProgress?: (p: BundleProgress) => void } = {}): Promise<{
+    revision: CommittedSessionRevision;
+    bundle: { digest: string; bytes: number; entryCount: number };
+  }> {
+    work.progress?.('checking', `checking ${path.basename(input.path)}`);
+    const { inspectSessionBundle } = await import('../bundle/inspect.js');
+    const inspected = await inspectSessionBundle({ source: { path: input.path }, limits: DEFAULT_PEOPLE_LIMITS, ...(work.onBundleProgress ? { onProgress: work.onBundleProgress } : {}) });
+    work.signal?.throwIfAborted();
+    const sessionId = inspected.manifest.envelope.sessionId;
+    const repository = await this.repository();
+    work.progress?.('committing', `committing ${sessionId}`);
+    const checkpoint = await publishSessionCheckpointV1({
+      objectStore: repository.objects,
+      compatibilityBundle: { path: input.path, archiveDigest: inspected.archiveDigest, compressedBytes: inspected.compressedBytes },
+      sessionId,
+    });
+    const revision =
+      input.expectedRevision === undefined
+        ? await repository.createSession({ sessionId, agentId: input.agentId ?? DEFAULT_AGENT_ID, checkpoint })
+        : await repository.commit({ sessionId, expectedRevision: input.expectedRevision, checkpoint });
+    return { revision, bundle: { digest: inspected.archiveDigest, bytes: inspected.compressedBytes, entryCount: inspected.entryCount } };
   }
 
   async revisions(sessionId: string): Promise<RevisionSummary[]> {

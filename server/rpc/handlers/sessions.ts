@@ -1,8 +1,8 @@
 // Handlers of protocol/companion/sessions.ts: the session repository (list, revisions, export), a revision's
-// files, and moving a session between a revision and a sandbox.
+// files, moving a session between a revision and a sandbox, and importing a bundle file.
 import type { sessionMethods } from '../../../protocol/companion/sessions';
 import { compareSandboxWithRevision } from '../../sessions/sandboxChanges';
-import { absolute, work, type HandlersOf, type Services } from './context';
+import { absolute, bundleProgress, work, type HandlersOf, type Services } from './context';
 
 export function sessionHandlers(services: Services): HandlersOf<typeof sessionMethods> {
   return {
@@ -16,6 +16,7 @@ export function sessionHandlers(services: Services): HandlersOf<typeof sessionMe
     },
     'sessions/revisions': async (params) => ({ revisions: await services.sessions.revisions(params.sessionId) }),
     'sessions/saveSandbox': async (params, ctx) => services.sessions.saveSandbox(params, work(ctx)),
+    'sessions/import': async (params, ctx) => services.sessions.importBundle({ ...params, path: absolute(params.path, 'path') }, { ...work(ctx), onBundleProgress: bundleProgress(ctx) }),
     'sessions/compareSandbox': async (params, ctx) => compareSandboxWithRevision(services, params, work(ctx)),
     'sessions/openInSandbox': async (params, ctx) => {
       const { sandbox, revision } = await services.sessions.openInSandbox(params, work(ctx));

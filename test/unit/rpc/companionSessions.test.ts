@@ -209,6 +209,37 @@ describe('companion server: bundles and sessions', function () {
       await rejectsWith(request('sessions/export', { sessionId: 'demo', revision: 'r1', destination }), 'conflict');
     });
 
+    it('imports a bundle file as a revision of its own session: checked byte for byte, compare-and-set, nothing kept of a refused one', async () => {
+      // A bundle from elsewhere, packed for session "imported".
+      const file = path.join(work, 'to-import.tar.zst');
+      const packed = await request<{ artifact: { archiveDigest: string } }>('bundles/pack', {
+        stateRoot: tree('imp/state', { 'notes.md': 'state' }),
+        workspaceRoot: tree('imp/workspace', { 'README.md': 'imported\n' }),
+        destination: file,
+        sessionId: 'imported',
+      });
+      const created = await request<{ revision: { ref: { sessionId: string; revision: string } }; bundle: { digest: string } }>('sessions/import', { path: file, progressToken: 'import-1' });
+      assert.deepEqual(created.revision.ref, { sessionId: 'imported', revision: 'r1' });
+      assert.equal(created.bundle.digest, packed.artifact.archiveDigest);
+      assert.ok(progress.some((p) => p.token === 'import-1' && p.value.phase === 'committing'), 'progress says what it does');
+      const read = await request<{ contents: string }>('revisions/read', { sessionId: 'imported', revision: 'r1', path: 'workspace/README.md' });
+      assert.equal(Buffer.from(read.contents, 'base64').toString(), 'imported\n');
+      // The session exists now: a second import is a compare-and-set commit on its head, or refused.
+      await rejectsWith(request('sessions/import', { path: file }), 'conflict', 'session_already_exists');
+      await rejectsWith(request('sessions/import', { path: file, expectedRevision: 'r2' }), 'conflict', 'revision_conflict');
+      const next = await request<{ revision: { ref: { revision: string } } }>('sessions/import', { path: file, expectedRevision: 'r1' });
+      assert.equal(next.revision.ref.revision, 'r2');
+      // A corrupt copy (one byte flipped) is refused by the byte-for-byte check; the head does not move.
+      const corrupt = path.join(work, 'corrupt.tar.zst');
+      const bytes = fs.readFileSync(file);
+      bytes.writeUInt8(bytes.readUInt8(bytes.length - 8) ^ 0xff, bytes.length - 8);
+      fs.writeFileSync(corrupt, bytes);
+      await rejectsWith(request('sessions/import', { path: corrupt, expectedRevision: 'r2' }), 'refused');
+      const { revisions } = await request<{ revisions: { ref: { revision: string }; isHead: boolean }[] }>('sessions/revisions', { sessionId: 'imported' });
+      assert.deepEqual(revisions.filter((r) => r.isHead).map((r) => r.ref.revision), ['r2']);
+      await rejectsWith(request('sessions/import', { path: 'relative.tar.zst' }), 'invalid_params');
+    });
+
     it('opens r1 in a fresh sandbox with r1 content and without the excluded trees', async () => {
       const opened = await request<{ sandbox: SandboxSummary; revision: { revision: string } }>('sessions/openInSandbox', {
         sessionId: 'demo',
@@ -265,6 +296,8 @@ describe('companion server: bundles and sessions', function () {
       assert.equal(sinceOwn.unchanged, 2, 'README.md rewritten with the same bytes, and run.sh');
       assert.ok(progress.some((p) => p.token === 'cmp-r2' && p.value.phase === 'comparing'), 'progress names the comparing phase');
       await rejectsWith(request('sessions/compareSandbox', { sandbox: sandbox.ref, sessionId: 'demo', revision: 'r9' }), 'not_found');
+      // A sandbox that cannot be reached (gone): refused, and no scratch folder made for it.
+      await assert.rejects(request('sessions/compareSandbox', { sandbox: { ...sandbox.ref, name: 'no-such-sandbox' }, sessionId: 'compared', revision: 'r1' }));
       const leftovers = fs.readdirSync(os.tmpdir()).filter((n) => n.startsWith('sandbox-sessions-changes-'));
       assert.deepEqual(leftovers, [], 'no scratch left behind');
     });
