@@ -1,5 +1,5 @@
 // Session commands: Save Sandbox as Session Revision (exclusions listed, a secret file named and
-// refused), Open Revision in New Sandbox, Export Revision as Bundle…, Inspect Bundle…, Hydrate
+// refused), Open Revision in New Sandbox, Export Revision as Bundle…, Import Bundle as Session Revision…, Inspect Bundle…, Hydrate
 // Bundle to Folder…, Fork Session…, Run Activation…, Browse and Compare with Revision, Compare
 // Sandbox with Revision…. Each runs under withProgress with Cancel and refreshes the Sessions view; each lives in its own file under
 // commands/session/, and this registers them.
@@ -11,6 +11,7 @@ import { compareSandbox } from './session/compareSandbox';
 import type { SessionCommandDeps, SessionContext } from './session/context';
 import { exportRevision } from './session/exportRevision';
 import { forkSession } from './session/forkSession';
+import { importBundle } from './session/importBundle';
 import { openRevision } from './session/openRevision';
 import { runActivation } from './session/runActivation';
 import { saveSandbox } from './session/saveSandbox';
@@ -33,6 +34,7 @@ export function registerSessionCommands(deps: SessionCommandDeps): vscode.Dispos
     reg('sandboxSessions.saveSandboxAsRevision', saveSandbox),
     reg('sandboxSessions.openRevisionInSandbox', openRevision),
     reg('sandboxSessions.exportRevision', exportRevision),
+    reg('sandboxSessions.importBundle', importBundle),
     reg('sandboxSessions.inspectBundle', inspectBundle),
     reg('sandboxSessions.hydrateBundle', hydrateBundle),
     vscode.commands.registerCommand('sandboxSessions.refreshSessions', () => deps.sessions.refresh()),

@@ -91,6 +91,31 @@ describe('sessions', () => {
     assert.match(bad.report, /rejected[\s\S]*integrity_mismatch/);
   });
 
+  it('imports a bundle file as a revision of the session it was packed for: a new session, or the next revision', async () => {
+    const { companion, sessions } = await api();
+    // A bundle from elsewhere, for a session this repository does not have: it is created.
+    const state = path.join(work, 'import-src', 'state');
+    const ws = path.join(work, 'import-src', 'workspace');
+    fs.mkdirSync(state, { recursive: true });
+    fs.mkdirSync(ws, { recursive: true });
+    fs.writeFileSync(path.join(ws, 'notes.md'), 'from elsewhere\n');
+    const file = path.join(work, 'it-imported.tar.zst');
+    await companion.request('bundles/pack', { stateRoot: state, workspaceRoot: ws, destination: file, sessionId: 'it-imported' });
+    const created = await vscode.commands.executeCommand<{ revision: { ref: { sessionId: string; revision: string } } }>('sandboxSessions.importBundle', vscode.Uri.file(file), { expectedRevision: null });
+    assert.deepEqual(created.revision.ref, { sessionId: 'it-imported', revision: 'r1' });
+    const [repository] = await sessions.getChildren();
+    assert.ok((await sessions.getChildren(repository)).some((n) => n.kind === 'session' && n.session.sessionId === 'it-imported'), 'the Sessions view lists it');
+    const read = await companion.request('revisions/read', { sessionId: 'it-imported', revision: 'r1', path: 'workspace/notes.md', offset: 0, length: 1024 });
+    assert.equal(Buffer.from(read.contents, 'base64').toString(), 'from elsewhere\n');
+    // Again, on its head: the next revision. On a head that moved: refused, nothing committed.
+    const next = await vscode.commands.executeCommand<{ revision: { ref: { revision: string } } }>('sandboxSessions.importBundle', vscode.Uri.file(file), { expectedRevision: 'r1' });
+    assert.equal(next.revision.ref.revision, 'r2');
+    await assert.rejects(Promise.resolve(vscode.commands.executeCommand('sandboxSessions.importBundle', vscode.Uri.file(file), { expectedRevision: 'r1' })), /revision|head/i);
+    const { revisions } = await companion.request('sessions/revisions', { sessionId: 'it-imported' });
+    assert.equal(revisions.length, 2);
+    await vscode.commands.executeCommand('notifications.clearAll');
+  });
+
   it('refuses to save a sandbox holding a secret file, naming it, and commits nothing', async () => {
     await vscode.workspace.fs.writeFile(sandboxUri(sandbox.key, '.env'), text('API_KEY=canary'));
     await assert.rejects(
