@@ -1,6 +1,6 @@
 // The `sandbox:` file system: `sandbox://<sandbox key>/<workspace path>`. A thin adapter from
 // VS Code's FileSystemProvider onto SandboxFiles (one per sandbox), mapping its errors to
-// FileSystemError and batching change events.
+// FileSystemError and batching change events. `copy` within one sandbox is one command there.
 import * as vscode from 'vscode';
 import { parseSandboxKey } from '../../protocol/sandboxes';
 import { CompanionRequestError } from '../companion/companionClient';
@@ -181,6 +181,24 @@ export class SandboxFileSystemProvider implements vscode.FileSystemProvider, vsc
       return Promise.reject(vscode.FileSystemError.Unavailable('moving files between sandboxes is not supported; copy them instead'));
     }
     return this.run(oldUri, (f, p) => f.rename(p, newUri.path, options));
+  }
+
+  async copy(source: vscode.Uri, destination: vscode.Uri, options: { readonly overwrite: boolean }): Promise<void> {
+    if (source.authority === destination.authority) return this.run(destination, (f, p) => f.copy(source.path, p, options));
+    // From one sandbox to another (VS Code gives both to this provider): file by file, as VS Code itself would.
+    const target = await this.stat(destination).catch(() => undefined);
+    if (target && !options.overwrite) throw vscode.FileSystemError.FileExists(destination);
+    if (target) await this.delete(destination, { recursive: true });
+    await this.copyAcross(source, destination);
+  }
+
+  private async copyAcross(source: vscode.Uri, destination: vscode.Uri): Promise<void> {
+    if ((await this.stat(source)).type !== vscode.FileType.Directory) {
+      await this.writeFile(destination, await this.readFile(source), { create: true, overwrite: true });
+      return;
+    }
+    await this.createDirectory(destination);
+    for (const [name] of await this.readDirectory(source)) await this.copyAcross(vscode.Uri.joinPath(source, name), vscode.Uri.joinPath(destination, name));
   }
 
   dispose(): void {

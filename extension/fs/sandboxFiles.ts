@@ -276,6 +276,36 @@ export class SandboxFiles {
   }
 
   /**
+   * Copies a file or a whole folder inside the sandbox with one `cp -R -p` there (the gateway has no copy route):
+   * without this VS Code copies a folder file by file through this window — a read and a write per file. A
+   * destination that exists is refused unless `overwrite` (then removed first, so a folder is replaced, not
+   * copied into); a folder cannot be copied into itself. The new entry is announced as created.
+   */
+  async copy(from: string, to: string, options: { overwrite: boolean }): Promise<void> {
+    from = normalize(from);
+    to = normalize(to);
+    assertWritable(this.connection, to);
+    const source = await this.stat(from);
+    if (from === '' || to === '' || to === from || isUnder(to, from)) {
+      throw new FsError('NoPermissions', `${from || 'the workspace root'} cannot be copied to ${to || 'the workspace root'}`);
+    }
+    const target = await this.statOrUndefined(to);
+    if (target && !options.overwrite) throw new FsError('FileExists', `${to} already exists`);
+    await this.requireDirectory(parentOf(to));
+    if (target) await this.delete(to, { recursive: true });
+    this.counters.mutations += 1;
+    const out = await this.call((c) => c.runCommand({ argv: ['cp', '-R', '-p', '--', from, to] }), to);
+    this.invalidateListing(parentOf(to));
+    if (out.exitCode !== 0) {
+      const why = out.stderr.toString('utf8').trim().split('\n')[0] ?? '';
+      throw new FsError('Unavailable', `copying ${from} to ${to} in the sandbox failed (cp exited ${out.exitCode}${why ? `: ${why}` : ''})`);
+    }
+    this.known.get(parentOf(to))?.set(path.basename(to), { path: path.basename(to), directory: source.type === 'directory', ...(source.type === 'file' ? { sizeBytes: source.size } : {}) });
+    this.times.bump(to);
+    this.emit([{ type: 'created', path: to }]);
+  }
+
+  /**
    * After a command ran in `dir`: what it may have changed is announced as VS Code needs it — the
    * Explorer adds a row only for a `created` event and drops one only for `deleted` (a `changed`
    * folder is not re-read), and an open editor re-reads its file on `changed`. So the folders this

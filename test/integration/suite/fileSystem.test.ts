@@ -35,6 +35,53 @@ describe('sandbox: file system', () => {
     await assert.rejects(Promise.resolve(vscode.workspace.fs.stat(uri('src'))), (e: unknown) => (e as vscode.FileSystemError).code === 'FileNotFound');
   });
 
+  it('copies a folder inside the sandbox with one command, not a read and a write per file; refuses what a copy must not do', async () => {
+    const exported = await api();
+    const client = await exported.registry.connection(sandbox.key)!.client();
+    const made = await client.runCommand({ shell: 'mkdir -p tree/sub && for i in $(seq 1 50); do echo "file $i" > tree/sub/f$i.txt; done && printf "#!/bin/sh\\n" > tree/run.sh && chmod +x tree/run.sh' });
+    assert.equal(made.exitCode, 0, made.stderr.toString());
+    // What the Sandbox terminal does after each command: tell the file system where it ran.
+    await exported.fileSystem.commandRanIn(sandbox.key, '');
+    const before = await gatewayRequests(sandbox.ref.name);
+    await vscode.workspace.fs.copy(uri('tree'), uri('tree copy'));
+    const after = await gatewayRequests(sandbox.ref.name);
+    const delta = (kind: string) => (after[kind] ?? 0) - (before[kind] ?? 0);
+    assert.equal(delta('read'), 0, 'no file was read through the window');
+    // Writes are operations too: file by file this would be 52 of them (2 folders, 51 files); here it is the one `cp`.
+    assert.equal(delta('execute'), 1, `operations at the gateway: ${delta('execute')}`);
+    assert.equal(await read(uri('tree copy/sub/f50.txt')), 'file 50\n');
+    assert.deepEqual((await vscode.workspace.fs.readDirectory(uri('tree copy/sub'))).length, 50);
+    const mode = await client.runCommand({ shell: 'test -x "tree copy/run.sh" && echo executable' });
+    assert.equal(mode.stdout.toString(), 'executable\n', 'modes kept');
+    // One file; an existing destination only with overwrite (a folder replaced, not copied into).
+    await vscode.workspace.fs.copy(uri('tree/run.sh'), uri('run-copy.sh'));
+    assert.equal(await read(uri('run-copy.sh')), '#!/bin/sh\n');
+    await assert.rejects(Promise.resolve(vscode.workspace.fs.copy(uri('tree'), uri('tree copy'))), (e: unknown) => (e as vscode.FileSystemError).code === 'FileExists');
+    await vscode.workspace.fs.writeFile(uri('tree/sub/f1.txt'), text('changed\n'));
+    await vscode.workspace.fs.copy(uri('tree'), uri('tree copy'), { overwrite: true });
+    assert.equal(await read(uri('tree copy/sub/f1.txt')), 'changed\n');
+    assert.deepEqual(await client.runCommand({ argv: ['test', '-e', 'tree copy/tree'] }).then((r) => r.exitCode), 1, 'replaced, not copied into');
+    // Not into itself; the source must exist.
+    // (VS Code refuses that one itself before asking; the provider refuses it too, for any other caller.)
+    await assert.rejects(Promise.resolve(vscode.workspace.fs.copy(uri('tree'), uri('tree/sub/again'))), /parent of target/);
+    await assert.rejects(exported.fileSystem.copy(uri('tree'), uri('tree/sub/again'), { overwrite: false }), (e: unknown) => (e as vscode.FileSystemError).code === 'NoPermissions');
+    await assert.rejects(Promise.resolve(vscode.workspace.fs.copy(uri('no-such'), uri('x'))), (e: unknown) => (e as vscode.FileSystemError).code === 'FileNotFound');
+    await vscode.workspace.fs.delete(uri('tree copy'), { recursive: true });
+    await vscode.workspace.fs.delete(uri('tree'), { recursive: true });
+    await vscode.workspace.fs.delete(uri('run-copy.sh'));
+  });
+
+  it('copies from one sandbox to another file by file', async () => {
+    const other = await newLocalSandbox();
+    const otherUri = (p: string) => vscode.Uri.from({ scheme: 'sandbox', authority: other.key, path: `/${p}` });
+    await vscode.workspace.fs.createDirectory(uri('across'));
+    await vscode.workspace.fs.writeFile(uri('across/a.txt'), text('a\n'));
+    await vscode.workspace.fs.copy(uri('across'), otherUri('across'));
+    assert.equal(new TextDecoder().decode(await vscode.workspace.fs.readFile(otherUri('across/a.txt'))), 'a\n');
+    await vscode.workspace.fs.delete(uri('across'), { recursive: true });
+    await (await api()).companion.request('sandboxes/terminate', { ref: other.ref, mode: 'Immediate', wait: true });
+  });
+
   it('moves mtime forward on every write, even when the size stays the same', async () => {
     await vscode.workspace.fs.writeFile(uri('m.txt'), text('aaaa'));
     const first = await vscode.workspace.fs.stat(uri('m.txt'));
