@@ -104,7 +104,7 @@ export async function forkSession(
     });
     progress('pack', `repacking for ${targetSessionId}`);
     const artifact = await repackSession(hydrated, { sessionId: targetSessionId, stateIdentity: rekey.identity, limits, destination: path.join(scratch, 'target.tar.zst') });
-    const checkpoint = await publishSessionCheckpointV1({ objectStore: repo.objects, compatibilityBundle: artifact, sessionId: targetSessionId });
+    const checkpoint = await publishSessionCheckpointV1({ objectStore: repo.objects, compatibilityBundle: artifact });
     progress('create', `creating ${targetSessionId}@r1`);
     await repo.createSession({ sessionId: targetSessionId, agentId: claim.sourceAgentId, checkpoint, forkedFrom: claim.source, createdByForkId: claim.forkId });
     const completed = await repo.completeFork({ forkId: claim.forkId });

@@ -457,7 +457,6 @@ export class ActivationRunner {
     const checkpoint = await publishSessionCheckpointV1({
       objectStore: this.repo.objects,
       compatibilityBundle: artifact,
-      sessionId,
       handOverBundle: true,
       writtenBundle: writtenArchiveOf(artifact),
     });

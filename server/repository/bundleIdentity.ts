@@ -2,7 +2,8 @@
 // and never looks (spec §9), but every later read of a revision — checkout into a sandbox, activation, fork,
 // `bundle hydrate` — hydrates it as its session and refuses a bundle packed for another (identity_mismatch, §7): a
 // commit to any other session would store a revision nobody can open. Only the manifest is read (the start of the
-// stream); a fork or an activation packs its bundle for the session it creates or commits, so it passes as it is.
+// stream). Asked for bundles made elsewhere (`session commit`, `sessions/import`); a save, a fork or an activation
+// packs its bundle for the session it commits in the same call, so it is not asked again (checkpoint.ts).
 import { DEFAULT_PEOPLE_LIMITS, type SessionBundleErrorCode, type SessionBundleLimits } from '../../protocol/bundle';
 import type { SessionRepositoryErrorCode } from '../../protocol/repository';
 import { shellQuote } from '../../protocol/shellQuote';

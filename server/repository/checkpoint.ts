@@ -60,9 +60,11 @@ export async function verifyStoredCheckpoint(objectStore: ImmutableObjectStore, 
 /**
  * Publishes bundle then manifest, verifying each, before the caller may create or commit. `handOverBundle`: the
  * bundle file is the caller's to give up (see ObjectSource), so a file store may move it in rather than copy it.
- * `sessionId`: the session the checkpoint is for — every committer gives it (CLI, saving a sandbox, activation,
- * fork): a bundle packed for another session is refused (`identity_mismatch`) before anything is published
- * (bundleIdentity.ts). Only tests of the byte store, whose "bundles" are any bytes, leave it out.
+ * `sessionId`: the session the checkpoint is for, given by every committer of a bundle made elsewhere (`session
+ * commit`, `sessions/import`): one packed for another session is refused (`identity_mismatch`) before anything is
+ * published (bundleIdentity.ts). A save, an activation and a fork pack the bundle for that session in the same call,
+ * so they leave it out: a second read of the manifest would cost an activation 5–7 ms a turn (issue 25) and could
+ * not fail.
  */
 export async function publishSessionCheckpointV1(input: {
   objectStore: ImmutableObjectStore;

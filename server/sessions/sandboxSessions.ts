@@ -188,7 +188,7 @@ export class SandboxSessionService {
       work.signal?.throwIfAborted();
       work.progress?.('committing', `committing ${input.sessionId}`);
       // The bundle is this call's own temp file: the repository may move it in rather than copy it.
-      const checkpoint = await publishSessionCheckpointV1({ objectStore: repository.objects, compatibilityBundle: packed.artifact, sessionId: input.sessionId, handOverBundle: true });
+      const checkpoint = await publishSessionCheckpointV1({ objectStore: repository.objects, compatibilityBundle: packed.artifact, handOverBundle: true });
       const revision =
         input.expectedRevision === undefined
           ? await repository.createSession({ sessionId: input.sessionId, agentId: input.agentId ?? DEFAULT_AGENT_ID, checkpoint })
