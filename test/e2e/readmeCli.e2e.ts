@@ -43,7 +43,7 @@ const EXPECT: Array<{ line: RegExp; exit: number; output: (out: string, name: st
   { line: /^sandbox-sessions sandbox create --runtime process --json/, exit: 0, output: (out) => assert.match(out, /"phase":"Ready"/) },
   { line: /^sandbox-sessions sandbox exec <name> -- sh -c/, exit: 0, output: (out) => assert.equal(out, '') },
   { line: /^printf 'some input' \| sandbox-sessions sandbox exec <name> --stdin -- wc -c/, exit: 0, output: (out) => assert.equal(out.trim(), '10') },
-  { line: /^sandbox-sessions sandbox close <name>/, exit: 0, output: (out, name) => assert.match(out, new RegExp(`^${name}\tSucceeded\t.*1 artifact\\(s\\)$`, 'm')) },
+  { line: /^sandbox-sessions sandbox close <name>/, exit: 0, output: (out, name) => assert.match(out, new RegExp(`^${name}\tSucceeded\t.*1 artifact\\(s\\): out\\.txt \\(`, 'm')) },
   { line: /^sandbox-sessions sandbox artifacts <name>/, exit: 0, output: (out) => assert.match(out, /^out\.txt\tfile\t3\tsha256:[0-9a-f]{64}\tok\t/m) },
   // The Run has ended, so following its log ends too: the audit line of each command, and their output.
   {
