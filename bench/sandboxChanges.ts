@@ -11,6 +11,9 @@
 // And Open Revision in New Sandbox through the gateway: the revision's bundle uploaded as one file and unpacked by the
 // sandbox's tar (as plain tar for an image without zstd), against the file-by-file copy an image without tar gets
 // (the sandbox's creation not counted).
+// And since opened (`openings/compareSandbox`, a sandbox with no revision): the first comparison takes the opening
+// snapshot (packs the workspace as a save does, then indexes it), against a save; later ones, against tar|zstd — in
+// place and through the gateway.
 // Real parts: the local gateway daemon (process backend), the file repository, real processes.
 // Run: npx tsx bench/sandboxChanges.ts [--runs N] [--only 1mb|100mb]
 import { execFileSync } from 'node:child_process';
@@ -23,6 +26,7 @@ import type { SandboxProvider } from '../server/sandboxes/provider';
 import { downloadTree } from '../server/sandboxes/transfer';
 import { checkoutWorkspaceInto } from '../server/sandboxes/workspaceMover';
 import { skipExcluded } from '../server/bundle/snapshotPolicy';
+import { OpeningSnapshots } from '../server/sessions/openingSnapshots';
 import { RevisionIndexCache } from '../server/sessions/revisionIndex';
 import { compareSandboxWithRevision } from '../server/sessions/sandboxChanges';
 import { SandboxSessionService } from '../server/sessions/sandboxSessions';
@@ -70,6 +74,19 @@ async function benchSize(label: string, files: number, bytes: number, runs: numb
       remoteCompares.push(viaGateway);
     }
     await client.close();
+    const takes: Record<'here' | 'gateway', number[]> = { here: [], gateway: [] };
+    const sinceOpened: Record<'here' | 'gateway', number[]> = { here: [], gateway: [] };
+    for (let i = 0; i < runs; i++) {
+      for (const [where, service, provider] of [['here', sessions, world.provider], ['gateway', remote, gatewayOnly]] as const) {
+        const openings = new OpeningSnapshots(path.join(world.dir, `openings-${where}-${i}`), service, new Map([['local', provider]]), revisions, quietLogger());
+        const [take, first] = await timed(() => openings.compare(sandbox.ref));
+        fs.appendFileSync(changed, `opened ${i}\n`);
+        const [since, later] = await timed(() => openings.compare(sandbox.ref));
+        if (!first.taken || first.total !== 0 || later.taken || later.total !== 1) throw new Error(`since opened: ${JSON.stringify([first, later])}`);
+        takes[where].push(take);
+        sinceOpened[where].push(since);
+      }
+    }
     // Saves through the gateway: copying everything out (no revision held here) against taking the unchanged files
     // from the revision the sandbox was last saved as, indexed here and its digests known (as after the Source Control
     // view compared the sandbox with it) — and, for reference, what indexing it costs, which is why a save does not.
@@ -123,6 +140,14 @@ async function benchSize(label: string, files: number, bytes: number, runs: numb
       `${label}: ${files} files, ${(written / 1e6).toFixed(1)} MB — compare ${c.toFixed(0)} ms = ${(c / b).toFixed(2)}× tar|zstd (${b.toFixed(0)} ms), ` +
         `${(c / s).toFixed(2)}× a save (${s.toFixed(0)} ms); first (with the revision's index) ${compares[0]?.toFixed(0)} ms, then ${compares.slice(1).map((x) => x.toFixed(0)).join(', ')} ms`,
     );
+    for (const where of ['here', 'gateway'] as const) {
+      // Against a save the same way: in place, or copying everything out through the gateway.
+      const [t, l, save] = [median(takes[where]), median(sinceOpened[where]), where === 'here' ? s : f];
+      console.log(
+        `${label} since opened (${where === 'here' ? 'in place' : 'through the gateway'}): first comparison, taking the snapshot, ${t.toFixed(0)} ms = ` +
+          `${(t / save).toFixed(2)}× a save the same way (${save.toFixed(0)} ms); later ones ${l.toFixed(0)} ms = ${(l / b).toFixed(2)}× tar|zstd`,
+      );
+    }
     const [d, r] = [median(copies), median(remoteCompares)];
     console.log(
       `${label} through the gateway: compare ${r.toFixed(0)} ms = ${(r / d).toFixed(2)}× copying the workspace out (${d.toFixed(0)} ms), ` +

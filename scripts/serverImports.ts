@@ -14,7 +14,8 @@ export const SERVER_IMPORT_RULES: Readonly<Record<string, readonly string[]>> = 
   'version.ts': [],
   'log.ts': [],
   'locations.ts': ['local', 'repository'],
-  'companionServices.ts': ['activation', 'log.ts', 'ports', 'repository', 'sandboxes', 'sessions'],
+  // The opening snapshots live in the state root (local/stateRoot.ts).
+  'companionServices.ts': ['activation', 'local', 'log.ts', 'ports', 'repository', 'sandboxes', 'sessions'],
   // The one (service, code) → JSON-RPC / MCP / exit / HTTP table; it reads the services' code unions, no service imports it.
   'errorMapping.ts': ['gateway', 'local', 'sandboxes'],
   // Foundations.
@@ -28,7 +29,8 @@ export const SERVER_IMPORT_RULES: Readonly<Record<string, readonly string[]>> = 
   sandboxes: ['bundle', 'gateway', 'local', 'log.ts', 'repository'],
   activation: ['bundle', 'log.ts', 'platform', 'repository', 'sandboxes'],
   // What a sandbox changed since a revision is read with the bundle's own scan and snapshot policy (sandboxChanges.ts).
-  sessions: ['activation', 'bundle', 'log.ts', 'repository', 'sandboxes'],
+  // An opening snapshot's record is one of local's crash-safe record files (openingSnapshots.ts).
+  sessions: ['activation', 'bundle', 'local', 'log.ts', 'repository', 'sandboxes'],
   search: ['bundle', 'sandboxes'],
   ports: ['log.ts', 'sandboxes'],
   mcp: ['companionServices.ts', 'errorMapping.ts', 'local', 'log.ts', 'sandboxes', 'search', 'sessions', 'version.ts'],

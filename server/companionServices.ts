@@ -14,6 +14,8 @@ import { LocalSandboxProvider } from './sandboxes/localProvider';
 import type { SandboxProvider } from './sandboxes/provider';
 import type { PortForwardService } from './ports/portForwardService';
 import { portForwardService } from './ports/portSubstrates';
+import { defaultStateDir, StateLayout } from './local/stateRoot';
+import { OpeningSnapshots } from './sessions/openingSnapshots';
 import { RevisionIndexCache } from './sessions/revisionIndex';
 import { SandboxSessionService } from './sessions/sandboxSessions';
 
@@ -21,6 +23,8 @@ export interface CompanionServices {
   providers: ReadonlyMap<ProviderKind, SandboxProvider>;
   sessions: SandboxSessionService;
   revisions: RevisionIndexCache;
+  /** Sandboxes' opening snapshots, kept in the state root. */
+  openings: OpeningSnapshots;
   /** Opened with the repository, on first use. */
   activations: () => Promise<ActivationService>;
   /** The client's port forwards (closed by dispose(): nothing keeps listening after the client goes). */
@@ -45,6 +49,7 @@ export function createCompanionServices(log: Logger): CompanionServices {
   const location = resolveRepositoryLocation();
   const revisions = new RevisionIndexCache(openRepository);
   const sessions = new SandboxSessionService(openRepository, providers, { kind: location.kind, description: describeRepositoryLocation(location) }, log, revisions);
+  const openings = new OpeningSnapshots(new StateLayout(defaultStateDir()).openingSnapshotsDir, sessions, providers, revisions, log);
   let activations: Promise<ActivationService> | undefined;
   const openActivations = () => {
     activations ??= openRepository().then((repo) => {
@@ -59,6 +64,7 @@ export function createCompanionServices(log: Logger): CompanionServices {
     providers,
     sessions,
     revisions,
+    openings,
     activations: openActivations,
     ports,
     dispose: async () => {

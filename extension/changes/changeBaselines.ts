@@ -3,6 +3,8 @@
 //   from or last saved as, written by the server whoever asked — this window, another one, an agent over MCP;
 // - this user's choice: Compare Sandbox with Revision… sets one, Stop Comparing Sandbox sets "none". Opening or saving
 //   from here records a choice too, so a Run that could not be marked (a cluster role without `patch`) still has one.
+// With neither (a sandbox made from an image, never saved), its changes are shown since it was opened: its opening
+// snapshot, which the companion takes on the first comparison (protocol/companion/openings.ts).
 // Choices live in the extension's global state, because the window a sandbox is opened in is often not the one that
 // made it. No VS Code API here (a Memento is all it needs), so it is unit-testable.
 import { z } from 'zod';
@@ -28,8 +30,24 @@ export interface BaselineStore {
   update(key: string, value: unknown): Thenable<void>;
 }
 
-export const sameBaseline = (a: ChangeBaseline | undefined, b: ChangeBaseline | undefined): boolean =>
-  a?.sessionId === b?.sessionId && a?.revision === b?.revision;
+/** Since the sandbox was opened: what its opening snapshot holds. */
+export interface OpenedBaseline {
+  opened: true;
+}
+export const SINCE_OPENED: OpenedBaseline = { opened: true };
+/** What a shown sandbox is compared with. */
+export type Baseline = ChangeBaseline | OpenedBaseline;
+
+/** The baseline in a label (`Changes since …`): `demo@r2`, or `opened`. */
+export const baselineName = (baseline: Baseline): string => ('opened' in baseline ? 'opened' : `${baseline.sessionId}@${baseline.revision}`);
+/** The baseline in a sentence (`Added since …`): `demo@r2`, or `the sandbox was opened`. */
+export const sinceWords = (baseline: Baseline): string => ('opened' in baseline ? 'the sandbox was opened' : baselineName(baseline));
+
+export function sameBaseline(a: Baseline | undefined, b: Baseline | undefined): boolean {
+  if (a === undefined || b === undefined) return a === b;
+  if ('opened' in a || 'opened' in b) return 'opened' in a && 'opened' in b;
+  return a.sessionId === b.sessionId && a.revision === b.revision;
+}
 
 export class ChangeBaselines {
   private readonly listeners = new Set<(key: string) => void>();
@@ -48,6 +66,12 @@ export class ChangeBaselines {
     const marked = mark && { sessionId: mark.sessionId, revision: mark.revision, setAt: Date.parse(mark.at) };
     const later = marked && (choice === undefined || marked.setAt > choice.setAt) ? marked : choice;
     return later === undefined || 'stopped' in later ? undefined : later;
+  }
+
+  /** Whether the later of this user's choice and the sandbox's mark is Stop Comparing (then nothing is shown). */
+  stopped(key: string, mark?: SandboxSessionRevision): boolean {
+    const choice = this.choiceOf(key);
+    return choice !== undefined && 'stopped' in choice && (mark === undefined || Date.parse(mark.at) <= choice.setAt);
   }
 
   async set(key: string, baseline: { sessionId: string; revision: string }): Promise<void> {

@@ -1,25 +1,35 @@
-// "What the sandbox changed" (vscode-ux-anchors §4.8): for each sandbox this window shows that has a baseline
-// revision (changeBaselines.ts: the one it was opened from or saved as, by anyone, or the user's choice), a Source
-// Control entry lists the files a save on that revision would change (added, modified,
-// deleted; the companion's `sessions/compareSandbox`), a click opens the diff revision ↔ sandbox, editors get
-// VS Code's change marks in the gutter against the revision (quick diff), and the Explorer marks the files. The
+// "What the sandbox changed" (vscode-ux-anchors §4.8): for each sandbox this window shows, against its baseline
+// (changeBaselines.ts: the revision it was opened from or saved as, by anyone, or the user's choice; else since it
+// was opened, its opening snapshot, taken on the first comparison), a Source Control entry lists the files a save on
+// that baseline would change (added, modified, deleted; the companion's `sessions/compareSandbox` or
+// `openings/compareSandbox`), a click opens the diff baseline ↔ sandbox, editors get VS Code's change marks in the
+// gutter against the baseline (quick diff), and the Explorer marks the files. The
 // list is compared again after the sandbox's files change (the file system's events: this window's saves, its
 // commands, other clients' changes heard from the log), paced by refreshPacer.ts.
 import * as vscode from 'vscode';
+import type { OpeningChanges } from '../../protocol/companion/openings';
 import type { WorkspaceChange, WorkspaceChanges } from '../../protocol/companion/sessions';
 import { parseSandboxKey, sandboxKey } from '../../protocol/sandboxes';
 import { type CompanionClient, CompanionRequestError } from '../companion/companionClient';
-import { revisionUri } from '../fs/revisionFileSystemProvider';
+import { openingUri, revisionUri } from '../fs/revisionFileSystemProvider';
 import { SANDBOX_SCHEME, sandboxUri } from '../fs/sandboxFileSystemProvider';
 import type { SandboxRegistry } from '../sandboxes/registry';
 import { messageOf } from '../sandboxes/errorText';
 import { shownSandboxes } from '../sandboxes/shownSandboxes';
-import { type ChangeBaseline, type ChangeBaselines, sameBaseline } from './changeBaselines';
+import { type Baseline, baselineName, type ChangeBaselines, sameBaseline, SINCE_OPENED, sinceWords } from './changeBaselines';
 import { RefreshPacer, type PacerOptions } from './refreshPacer';
 
 export const CHANGES_SCM_ID = 'sandboxSessions';
 
 const STATUS_WORDS: Record<WorkspaceChange['status'], string> = { added: 'Added', modified: 'Modified', deleted: 'Deleted' };
+
+/** A comparison's result: with a revision, or since the sandbox was opened. */
+export type ComparedChanges = WorkspaceChanges | OpeningChanges;
+
+/** The baseline's version of a workspace file (`rel` relative to the workspace). */
+function originalUri(key: string, baseline: Baseline, rel: string): vscode.Uri {
+  return 'opened' in baseline ? openingUri(key, `workspace/${rel}`) : revisionUri(baseline.sessionId, baseline.revision, `workspace/${rel}`);
+}
 
 /** One shown sandbox's comparison: its Source Control entry, its pacer and its last result. */
 class ShownChanges implements vscode.Disposable {
@@ -27,7 +37,7 @@ class ShownChanges implements vscode.Disposable {
   private readonly group: vscode.SourceControlResourceGroup;
   readonly pacer: RefreshPacer;
   /** The last comparison's result (undefined before the first, or after one failed). */
-  result: WorkspaceChanges | undefined;
+  result: ComparedChanges | undefined;
   /** Why the last comparison failed. */
   error: string | undefined;
   private byPath = new Map<string, WorkspaceChange['status']>();
@@ -35,7 +45,7 @@ class ShownChanges implements vscode.Disposable {
 
   constructor(
     readonly key: string,
-    readonly baseline: ChangeBaseline,
+    readonly baseline: Baseline,
     private readonly companion: CompanionClient,
     private readonly log: vscode.LogOutputChannel,
     private readonly onResult: (key: string, paths: string[]) => void,
@@ -55,8 +65,8 @@ class ShownChanges implements vscode.Disposable {
     if (uri.scheme !== SANDBOX_SCHEME || uri.authority !== this.key) return undefined;
     const rel = uri.path.replace(/^\/+/, '');
     if (rel === '' || this.byPath.get(rel) === 'added') return undefined;
-    const original = revisionUri(this.baseline.sessionId, this.baseline.revision, `workspace/${rel}`);
-    // A file the policy leaves out (node_modules/…) or one made since the last comparison is not in the revision.
+    const original = originalUri(this.key, this.baseline, rel);
+    // A file the policy leaves out (node_modules/…) or one made since the last comparison is not in the baseline.
     const inRevision = await vscode.workspace.fs.stat(original).then(
       (stat) => stat.type === vscode.FileType.File,
       () => false,
@@ -69,7 +79,7 @@ class ShownChanges implements vscode.Disposable {
   }
 
   private label(state?: string): string {
-    return `Changes since ${this.baseline.sessionId}@${this.baseline.revision}${state ? ` (${state})` : ''}`;
+    return `Changes since ${baselineName(this.baseline)}${state ? ` (${state})` : ''}`;
   }
 
   private async compare(): Promise<void> {
@@ -77,11 +87,11 @@ class ShownChanges implements vscode.Disposable {
     if (!ref) return;
     this.inFlight = new vscode.CancellationTokenSource();
     try {
-      const result = await this.companion.request(
-        'sessions/compareSandbox',
-        { sandbox: ref, sessionId: this.baseline.sessionId, revision: this.baseline.revision },
-        { token: this.inFlight.token },
-      );
+      const token = this.inFlight.token;
+      const result: ComparedChanges =
+        'opened' in this.baseline
+          ? await this.companion.request('openings/compareSandbox', { sandbox: ref }, { token })
+          : await this.companion.request('sessions/compareSandbox', { sandbox: ref, sessionId: this.baseline.sessionId, revision: this.baseline.revision }, { token });
       if (this.inFlight.token.isCancellationRequested) return;
       this.show(result);
     } catch (err) {
@@ -93,7 +103,7 @@ class ShownChanges implements vscode.Disposable {
     }
   }
 
-  private show(result: WorkspaceChanges): void {
+  private show(result: ComparedChanges): void {
     const before = [...this.byPath.keys()];
     this.result = result;
     this.error = undefined;
@@ -108,12 +118,12 @@ class ShownChanges implements vscode.Disposable {
   private fail(err: unknown): void {
     const before = [...this.byPath.keys()];
     const why =
-      err instanceof CompanionRequestError && err.code === 'not_found'
-        ? `${this.baseline.sessionId}@${this.baseline.revision} is no longer retained; choose another with Compare Sandbox with Revision…`
+      err instanceof CompanionRequestError && err.code === 'not_found' && !('opened' in this.baseline)
+        ? `${baselineName(this.baseline)} is no longer retained; choose another with Compare Sandbox with Revision…`
         : err instanceof CompanionRequestError && err.causeCode === 'policy_rejected'
           ? `a save would be refused: ${err.message}`
           : messageOf(err);
-    this.log.warn(`comparing ${this.key} with ${this.baseline.sessionId}@${this.baseline.revision}: ${why}`);
+    this.log.warn(`comparing ${this.key} with ${baselineName(this.baseline)}: ${why}`);
     this.result = undefined;
     this.error = why;
     this.byPath = new Map();
@@ -125,7 +135,7 @@ class ShownChanges implements vscode.Disposable {
 
   private resourceState(change: WorkspaceChange): vscode.SourceControlResourceState {
     const uri = sandboxUri(this.key, change.path);
-    const words = `${STATUS_WORDS[change.status]} since ${this.baseline.sessionId}@${this.baseline.revision}`;
+    const words = `${STATUS_WORDS[change.status]} since ${sinceWords(this.baseline)}`;
     return {
       resourceUri: uri,
       contextValue: change.status,
@@ -188,13 +198,13 @@ export class SandboxChangesView implements vscode.Disposable {
   }
 
   /** The last comparison of a shown sandbox (undefined before the first), and why the last one failed. */
-  state(key: string): { result: WorkspaceChanges | undefined; error: string | undefined } | undefined {
+  state(key: string): { result: ComparedChanges | undefined; error: string | undefined } | undefined {
     const shown = this.shown.get(key);
     return shown && { result: shown.result, error: shown.error };
   }
 
   /** How a file of a shown sandbox differs from the baseline, if it does. */
-  status(uri: vscode.Uri): { status: WorkspaceChange['status']; baseline: ChangeBaseline } | undefined {
+  status(uri: vscode.Uri): { status: WorkspaceChange['status']; baseline: Baseline } | undefined {
     if (uri.scheme !== SANDBOX_SCHEME) return undefined;
     const shown = this.shown.get(uri.authority);
     const status = shown?.status(uri.path.replace(/^\/+/, ''));
@@ -232,9 +242,15 @@ export class SandboxChangesView implements vscode.Disposable {
     }
   }
 
-  /** The revision a sandbox's changes are shown against, if it has one (changeBaselines.ts). */
-  baseline(key: string): ChangeBaseline | undefined {
-    return this.baselines.resolve(key, this.registry.summary(key)?.sessionRevision);
+  /**
+   * What a sandbox's changes are shown against, if anything (changeBaselines.ts). Since opened only once its summary
+   * is known to hold no mark: a sandbox opened from a revision is never snapshotted for nothing.
+   */
+  baseline(key: string): Baseline | undefined {
+    const summary = this.registry.summary(key);
+    const resolved = this.baselines.resolve(key, summary?.sessionRevision);
+    if (resolved !== undefined || summary === undefined || this.baselines.stopped(key, summary.sessionRevision)) return resolved;
+    return SINCE_OPENED;
   }
 
   /** A folder opened before the window heard of its sandbox: its summary, mark included, is fetched once. */
@@ -263,11 +279,11 @@ export class SandboxChangesView implements vscode.Disposable {
   private async open(key: string, rel: string, status: WorkspaceChange['status']): Promise<void> {
     const baseline = this.shown.get(key)?.baseline ?? this.baseline(key);
     if (!baseline) return;
-    const theirs = revisionUri(baseline.sessionId, baseline.revision, `workspace/${rel}`);
+    const theirs = originalUri(key, baseline, rel);
     const mine = sandboxUri(key, rel);
     if (status === 'added') await vscode.commands.executeCommand('vscode.open', mine);
     else if (status === 'deleted') await vscode.commands.executeCommand('vscode.open', theirs);
-    else await vscode.commands.executeCommand('vscode.diff', theirs, mine, `${rel} (${baseline.sessionId}@${baseline.revision} ↔ sandbox)`);
+    else await vscode.commands.executeCommand('vscode.diff', theirs, mine, `${rel} (${baselineName(baseline)} ↔ sandbox)`);
   }
 
   dispose(): void {

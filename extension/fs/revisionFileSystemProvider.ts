@@ -1,7 +1,10 @@
 // `sandbox-revision://<revision>.<session id>/<path>`: any retained revision, read-only, served
 // by the companion straight from its bundle (indexed once per revision), so `vscode.diff` can
 // compare a file across revisions, across a fork, or with a live sandbox — nothing is hydrated.
+// `sandbox-revision://opened.<sandbox key>/<path>`: a sandbox's opening snapshot, served the same way
+// (protocol/companion/openings.ts), for "changed since opened".
 import * as vscode from 'vscode';
+import { parseSandboxKey, type SandboxRef } from '../../protocol/sandboxes';
 import type { CompanionClient } from '../companion/companionClient';
 
 export const REVISION_SCHEME = 'sandbox-revision';
@@ -9,6 +12,26 @@ const READ_CHUNK = 786_000;
 
 export function revisionUri(sessionId: string, revision: string, path = ''): vscode.Uri {
   return vscode.Uri.from({ scheme: REVISION_SCHEME, authority: `${revision}.${encodeURIComponent(sessionId)}`, path: `/${path.replace(/^\/+/, '')}` });
+}
+
+const OPENED = 'opened.';
+
+/** A file of a sandbox's opening snapshot (`path` from the bundle's root: `workspace/…`). */
+export function openingUri(key: string, path = ''): vscode.Uri {
+  return vscode.Uri.from({ scheme: REVISION_SCHEME, authority: `${OPENED}${encodeURIComponent(key)}`, path: `/${path.replace(/^\/+/, '')}` });
+}
+
+/** What a `sandbox-revision:` authority names: a retained revision, or a sandbox's opening snapshot. */
+type Source = { sessionId: string; revision: string } | { opened: SandboxRef };
+
+function parseSource(authority: string): Source | undefined {
+  if (!authority.startsWith(OPENED)) return parseRevisionAuthority(authority);
+  try {
+    const sandbox = parseSandboxKey(decodeURIComponent(authority.slice(OPENED.length)));
+    return sandbox && { opened: sandbox };
+  } catch {
+    return undefined;
+  }
 }
 
 export function parseRevisionAuthority(authority: string): { sessionId: string; revision: string } | undefined {
@@ -33,21 +56,30 @@ export class RevisionFileSystemProvider implements vscode.FileSystemProvider {
 
   constructor(private readonly companion: CompanionClient) {}
 
-  private target(uri: vscode.Uri): { sessionId: string; revision: string; path: string } {
-    const ref = parseRevisionAuthority(uri.authority);
-    if (!ref) throw vscode.FileSystemError.FileNotFound(uri);
-    return { ...ref, path: uri.path.replace(/^\/+/, '').replace(/\/+$/, '') };
+  private target(uri: vscode.Uri): { source: Source; path: string } {
+    const source = parseSource(uri.authority);
+    if (!source) throw vscode.FileSystemError.FileNotFound(uri);
+    return { source, path: uri.path.replace(/^\/+/, '').replace(/\/+$/, '') };
   }
 
-  private listing(sessionId: string, revision: string, dir: string): Promise<Map<string, Entry>> {
-    const key = `${revision}.${sessionId}/${dir}`;
+  private listing(source: Source, dir: string): Promise<Map<string, Entry>> {
+    const toMap = (r: { entries: Entry[] }) => new Map(r.entries.map((e) => [e.name, e]));
+    // An opening snapshot is replaced when a newer sandbox takes the name: asked each time, not kept.
+    if ('opened' in source) return this.companion.request('openings/list', { sandbox: source.opened, path: dir }).then(toMap);
+    const key = `${source.revision}.${source.sessionId}/${dir}`;
     let cached = this.listings.get(key);
     if (!cached) {
-      cached = this.companion.request('revisions/list', { sessionId, revision, path: dir }).then((r) => new Map(r.entries.map((e) => [e.name, e])));
+      cached = this.companion.request('revisions/list', { sessionId: source.sessionId, revision: source.revision, path: dir }).then(toMap);
       this.listings.set(key, cached);
       cached.catch(() => this.listings.delete(key));
     }
     return cached;
+  }
+
+  private read(source: Source, path: string, offset: number): Promise<{ contents: string; truncated: boolean }> {
+    return 'opened' in source
+      ? this.companion.request('openings/read', { sandbox: source.opened, path, offset, length: READ_CHUNK })
+      : this.companion.request('revisions/read', { sessionId: source.sessionId, revision: source.revision, path, offset, length: READ_CHUNK });
   }
 
   watch(): vscode.Disposable {
@@ -58,7 +90,7 @@ export class RevisionFileSystemProvider implements vscode.FileSystemProvider {
     const t = this.target(uri);
     if (t.path === '') return { type: vscode.FileType.Directory, ctime: 0, mtime: 0, size: 0, permissions: vscode.FilePermission.Readonly };
     const slash = t.path.lastIndexOf('/');
-    const entries = await this.listing(t.sessionId, t.revision, slash === -1 ? '' : t.path.slice(0, slash)).catch(() => {
+    const entries = await this.listing(t.source, slash === -1 ? '' : t.path.slice(0, slash)).catch(() => {
       throw vscode.FileSystemError.FileNotFound(uri);
     });
     const entry = entries.get(t.path.slice(slash + 1));
@@ -74,7 +106,7 @@ export class RevisionFileSystemProvider implements vscode.FileSystemProvider {
 
   async readDirectory(uri: vscode.Uri): Promise<[string, vscode.FileType][]> {
     const t = this.target(uri);
-    const entries = await this.listing(t.sessionId, t.revision, t.path).catch(() => {
+    const entries = await this.listing(t.source, t.path).catch(() => {
       throw vscode.FileSystemError.FileNotFound(uri);
     });
     return [...entries.values()].map((e) => [e.name, e.directory ? vscode.FileType.Directory : vscode.FileType.File]);
@@ -85,7 +117,7 @@ export class RevisionFileSystemProvider implements vscode.FileSystemProvider {
     const parts: Buffer[] = [];
     let offset = 0;
     for (;;) {
-      const r = await this.companion.request('revisions/read', { sessionId: t.sessionId, revision: t.revision, path: t.path, offset, length: READ_CHUNK }).catch(() => {
+      const r = await this.read(t.source, t.path, offset).catch(() => {
         throw vscode.FileSystemError.FileNotFound(uri);
       });
       const chunk = Buffer.from(r.contents, 'base64');

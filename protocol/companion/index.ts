@@ -9,6 +9,7 @@ import { bundleMethods } from './bundles';
 import { fileMethods, fileNotifications } from './files';
 import { lifecycleMethods } from './lifecycle';
 import { logMethods, logNotifications } from './logs';
+import { openingMethods } from './openings';
 import { openSandboxMethods } from './opensandbox';
 import { portMethods, portNotifications } from './ports';
 import { sandboxMethods, sandboxNotifications } from './sandboxes';
@@ -53,6 +54,7 @@ export const companionMethods = {
   ...fileMethods,
   ...bundleMethods,
   ...sessionMethods,
+  ...openingMethods,
   ...activationMethods,
   ...portMethods,
 } as const;

@@ -51,6 +51,10 @@ export class StateLayout {
   get keptSessionTreesDir(): string {
     return path.join(this.root, 'kept-sessions');
   }
+  /** Sandboxes' opening snapshots, for "changed since opened" (sessions/openingSnapshots.ts). */
+  get openingSnapshotsDir(): string {
+    return path.join(this.root, 'opening-snapshots');
+  }
   get gatewayStateFile(): string {
     return path.join(this.root, 'gateway.json');
   }

@@ -11,7 +11,7 @@ import { logHandlers } from './handlers/logs';
 import { portHandlers } from './handlers/ports';
 import { agentHandlers, openSandboxHandlers, sandboxHandlers } from './handlers/sandboxes';
 import { searchHandlers } from './handlers/search';
-import { sessionHandlers } from './handlers/sessions';
+import { openingHandlers, sessionHandlers } from './handlers/sessions';
 
 export type { Services } from './handlers/context';
 
@@ -26,6 +26,7 @@ export function createMethodHandlers(services: Services): MethodHandlers {
     ...fileHandlers(services),
     ...bundleHandlers(),
     ...sessionHandlers(services),
+    ...openingHandlers(services),
     ...activationHandlers(services),
     ...portHandlers(services),
   };

@@ -47,6 +47,13 @@ export class RevisionBrowseError extends SandboxSessionsError<'object_not_found'
 
 const BLOCK = 512;
 
+/** A bundle file to index, the archive digest it must have, and what to do once it was read. */
+interface IndexedBundle {
+  path: string;
+  expectedArchiveDigest: string;
+  release(): Promise<void>;
+}
+
 function field(header: Buffer, start: number, length: number): string {
   const raw = header.subarray(start, start + length);
   const nul = raw.indexOf(0);
@@ -68,9 +75,31 @@ export class RevisionIndexCache {
     const repository = await this.repository();
     const committed = await repository.checkoutExact({ sessionId, revision });
     const digest = committed.checkpoint.value.compatibilityBundle.digest;
+    const id = digest.slice('sha256:'.length);
+    // The stored object itself when the repository keeps files (else a copy), decompressed as it is read and
+    // verified against the committed digest on the way: one pass over the bundle instead of a verified copy first.
+    return this.cached(digest, () =>
+      openSessionCheckpointBundleV1({
+        objectStore: repository.objects,
+        checkpoint: committed.checkpoint,
+        copyTo: path.join(this.cacheDir, `${id}.${process.hrtime.bigint()}.tar.zst`),
+        maxBytes: DEFAULT_PEOPLE_LIMITS.maxCompressedBytes,
+      }),
+    );
+  }
+
+  /**
+   * A bundle file this server keeps itself (a sandbox's opening snapshot, sessions/openingSnapshots.ts), indexed as a
+   * revision is and checked against `digest`, the archive digest it was written with.
+   */
+  async indexFile(bundlePath: string, digest: string): Promise<RevisionIndex> {
+    return this.cached(digest, async () => ({ path: bundlePath, expectedArchiveDigest: digest, release: async () => undefined }));
+  }
+
+  private cached(digest: string, open: () => Promise<IndexedBundle>): Promise<RevisionIndex> {
     let pending = this.indexes.get(digest);
     if (!pending) {
-      pending = this.build(repository, committed.checkpoint, digest);
+      pending = this.build(open, digest);
       this.indexes.set(digest, pending);
       pending.catch(() => this.indexes.delete(digest));
       while (this.indexes.size > this.maxIndexes) {
@@ -89,20 +118,12 @@ export class RevisionIndexCache {
     return this.indexes.get(committed.checkpoint.value.compatibilityBundle.digest);
   }
 
-  private async build(repository: SessionRepository, checkpoint: Parameters<typeof openSessionCheckpointBundleV1>[0]['checkpoint'], digest: string): Promise<RevisionIndex> {
+  private async build(open: () => Promise<IndexedBundle>, digest: string): Promise<RevisionIndex> {
     this.builds += 1;
     await fsp.mkdir(this.cacheDir, { recursive: true, mode: 0o700 });
-    const id = digest.slice('sha256:'.length);
-    const tarPath = path.join(this.cacheDir, `${id}.tar`);
-    // The stored object itself when the repository keeps files (else a copy), decompressed as it is read and
-    // verified against the committed digest on the way: one pass over the bundle instead of a verified copy first.
+    const tarPath = path.join(this.cacheDir, `${digest.slice('sha256:'.length)}.tar`);
     const limits = DEFAULT_PEOPLE_LIMITS;
-    const bundle = await openSessionCheckpointBundleV1({
-      objectStore: repository.objects,
-      checkpoint,
-      copyTo: path.join(this.cacheDir, `${id}.${process.hrtime.bigint()}.tar.zst`),
-      maxBytes: limits.maxCompressedBytes,
-    });
+    const bundle = await open();
     try {
       const hash = createHash('sha256');
       await pipeline(
@@ -125,31 +146,39 @@ export class RevisionIndexCache {
   }
 
   async list(sessionId: string, revision: string, dir: string): Promise<RevisionEntry[]> {
-    const index = await this.index(sessionId, revision);
-    const entries = index.children.get(trim(dir));
-    if (!entries) throw new RevisionBrowseError('object_not_found', `${sessionId}@${revision} has no folder ${JSON.stringify(dir)}`);
-    return entries;
+    return listIndexed(await this.index(sessionId, revision), dir, `${sessionId}@${revision}`);
   }
 
   async read(sessionId: string, revision: string, file: string, range: { offset: number; length: number }): Promise<{ contents: Buffer; size: number }> {
-    const index = await this.index(sessionId, revision);
-    const entry = index.files.get(trim(file));
-    if (!entry) throw new RevisionBrowseError('object_not_found', `${sessionId}@${revision} has no file ${JSON.stringify(file)}`);
-    const start = Math.min(range.offset, entry.size);
-    const length = Math.max(0, Math.min(range.length, entry.size - start));
-    const handle = await fsp.open(index.tarPath, 'r');
-    try {
-      const contents = Buffer.alloc(length);
-      if (length > 0) await handle.read(contents, 0, length, entry.offset + start);
-      return { contents, size: entry.size };
-    } finally {
-      await handle.close();
-    }
+    return readIndexed(await this.index(sessionId, revision), file, range, `${sessionId}@${revision}`);
   }
 
   async dispose(): Promise<void> {
     this.indexes.clear();
     await fsp.rm(this.cacheDir, { recursive: true, force: true });
+  }
+}
+
+/** One folder of an indexed bundle (`what`: how errors name the bundle). */
+export function listIndexed(index: RevisionIndex, dir: string, what: string): RevisionEntry[] {
+  const entries = index.children.get(trim(dir));
+  if (!entries) throw new RevisionBrowseError('object_not_found', `${what} has no folder ${JSON.stringify(dir)}`);
+  return entries;
+}
+
+/** Bytes of one file of an indexed bundle, `range` clamped to the file. */
+export async function readIndexed(index: RevisionIndex, file: string, range: { offset: number; length: number }, what: string): Promise<{ contents: Buffer; size: number }> {
+  const entry = index.files.get(trim(file));
+  if (!entry) throw new RevisionBrowseError('object_not_found', `${what} has no file ${JSON.stringify(file)}`);
+  const start = Math.min(range.offset, entry.size);
+  const length = Math.max(0, Math.min(range.length, entry.size - start));
+  const handle = await fsp.open(index.tarPath, 'r');
+  try {
+    const contents = Buffer.alloc(length);
+    if (length > 0) await handle.read(contents, 0, length, entry.offset + start);
+    return { contents, size: entry.size };
+  } finally {
+    await handle.close();
   }
 }
 

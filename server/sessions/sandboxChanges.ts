@@ -17,7 +17,7 @@ import { classifyWorkspacePath } from '../bundle/snapshotPolicy';
 import { scanRoot, type ScanState, type SourceEntry, type TreeReader } from '../bundle/sourceTree';
 import type { WorkOptions } from '../sandboxes/provider';
 import { outlineWorkspace, surveyWorkspace } from '../sandboxes/remoteWorkspace';
-import { knownWorkspaceOf, type IndexedFile, type RevisionIndexCache } from './revisionIndex';
+import { knownWorkspaceOf, type IndexedFile, type RevisionIndex, type RevisionIndexCache } from './revisionIndex';
 import type { SandboxSessionService } from './sandboxSessions';
 
 /** At most this many changes are listed (the count of all of them is still exact). */
@@ -43,12 +43,24 @@ export async function compareSandboxWithRevision(
 ): Promise<WorkspaceChanges> {
   // The revision first: a session or revision that does not exist fails before the sandbox is read.
   const base = await services.revisions.index(input.sessionId, input.revision);
-  const sandbox = await services.sessions.reach(input.sandbox, work.signal);
+  const compared = await compareSandboxWithIndex(services.sessions, input.sandbox, base, `${input.sessionId}@${input.revision}`, work);
+  return { against: { sessionId: input.sessionId, revision: input.revision }, ...compared };
+}
+
+/** What a sandbox's workspace changed since an indexed bundle's `workspace/` (`what` names the bundle in progress). */
+export async function compareSandboxWithIndex(
+  sessions: SandboxSessionService,
+  ref: SandboxRef,
+  base: RevisionIndex,
+  what: string,
+  work: WorkOptions = {},
+): Promise<Omit<WorkspaceChanges, 'against'>> {
+  const sandbox = await sessions.reach(ref, work.signal);
   let tmp: string | undefined;
   try {
     // Made once the sandbox answered (a sandbox that cannot be reached leaves no folder behind), removed in finally.
     tmp = await fsp.mkdtemp(path.join(os.tmpdir(), 'sandbox-sessions-changes-'));
-    work.progress?.('reading', `reading the workspace of ${input.sandbox.name}`);
+    work.progress?.('reading', `reading the workspace of ${ref.name}`);
     let scanned: ScannedWorkspace | undefined;
     // In place, unless the directory holds what only the gateway reads faithfully (a symbolic link, which it
     // follows inside the sandbox): then, as for any other sandbox, from a copy.
@@ -62,15 +74,9 @@ export async function compareSandboxWithRevision(
       judged = outline.judged;
     }
     work.signal?.throwIfAborted();
-    work.progress?.('comparing', `comparing ${input.sandbox.name} with ${input.sessionId}@${input.revision}`);
+    work.progress?.('comparing', `comparing ${ref.name} with ${what}`);
     const { changes, unchanged } = await compareWithIndex(scanned.files, base, work.signal, judged);
-    return {
-      against: { sessionId: input.sessionId, revision: input.revision },
-      changes: changes.slice(0, MAX_LISTED_CHANGES),
-      total: changes.length,
-      unchanged,
-      workspace: reportOf(scanned),
-    };
+    return { changes: changes.slice(0, MAX_LISTED_CHANGES), total: changes.length, unchanged, workspace: reportOf(scanned) };
   } finally {
     await sandbox.close();
     if (tmp !== undefined) await fsp.rm(tmp, { recursive: true, force: true });

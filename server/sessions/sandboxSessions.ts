@@ -14,6 +14,7 @@ import type { CommittedSessionRevision, RevisionSummary, SessionSummary } from '
 import { type ProviderKind, type SandboxCreateSpec, type SandboxRef, type SandboxSummary, sandboxKey } from '../../protocol/sandboxes';
 import { sessionRevisionAnnotation } from '../../protocol/sandboxRevision';
 import { neutralIdentity } from '../activation/stateIdentity';
+import type { PackedWorkspace } from '../bundle/packWorkspace';
 import type { BundleProgress } from '../bundle/reader';
 import type { Logger } from '../log';
 import { materializeSessionCheckpointV1, publishSessionCheckpointV1 } from '../repository/checkpoint';
@@ -204,6 +205,28 @@ export class SandboxSessionService {
         bundle: { digest: packed.artifact.archiveDigest, bytes: packed.artifact.compressedBytes, entryCount: packed.artifact.entryCount },
         workspace: packed.workspace,
       };
+    } finally {
+      await client.close();
+      await fsp.rm(tmp, { recursive: true, force: true });
+    }
+  }
+
+  /**
+   * A sandbox's workspace packed as a save packs it (the policy, the limits; a secret file refuses), to a bundle file
+   * `destination` (must not exist) of `sessionId`, with nothing committed: a sandbox's opening snapshot.
+   */
+  async captureWorkspace(ref: SandboxRef, bundle: { sessionId: string; destination: string }, work: WorkOptions = {}): Promise<PackedWorkspace> {
+    const tmp = await fsp.mkdtemp(path.join(os.tmpdir(), 'sandbox-sessions-capture-'));
+    const client = await this.client(ref);
+    try {
+      const access = await this.access(ref, client, work.signal);
+      const packed = await captureFrom(
+        access,
+        { kind: 'workspace' },
+        { sessionId: bundle.sessionId, stateIdentity: neutralIdentity(bundle.sessionId), limits: DEFAULT_PEOPLE_LIMITS, destination: bundle.destination },
+        { scratch: tmp, signal: work.signal },
+      );
+      return packed;
     } finally {
       await client.close();
       await fsp.rm(tmp, { recursive: true, force: true });

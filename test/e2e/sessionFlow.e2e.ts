@@ -1,9 +1,9 @@
 // A person's session flow in a real VS Code (code-server, the packaged extension) in headless
 // Chromium: save a sandbox as a session revision → edit and save r2 → fork r1 → run an
 // activation (the deterministic test agent stands in for `maka activate`) → a save from r2 asks first, the head being
-// the activation's r3 → compare the sandbox's
-// file with r1 in a diff editor → see what the sandbox changed since the last save in Source Control → fork r1
-// again and open the fork in a new sandbox from the fork's notice. Screenshots of every step land in
+// the activation's r3 → compare the sandbox's file with r1 in a diff editor → see in Source Control what the sandbox
+// changed since it was opened, then since the last save → fork r1 again and open the fork in a new sandbox from the
+// fork's notice. Screenshots of every step land in
 // test/e2e/screenshots/.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -81,8 +81,11 @@ describe('e2e: save → fork → activate → compare', function () {
   };
 
   it('saves the sandbox as r1 of a new session', async () => {
-    // Before any save, Source Control offers to compare the sandbox with a revision.
+    // Before any save, Source Control lists what the sandbox changed since it was opened (nothing yet); once that
+    // is stopped, it offers to compare the sandbox with a revision.
     await page.locator('.activitybar [aria-label^="Source Control"]').first().click();
+    await page.locator('.scm-view .monaco-list-row', { hasText: 'Changes since opened' }).waitFor({ timeout: 30_000 });
+    await wb.runCommand('Sandbox Sessions: Stop Comparing Sandbox');
     await page.locator('.welcome-view-content', { hasText: 'See what a sandbox changed since a session revision' }).waitFor({ timeout: 30_000 });
     await page.locator('.welcome-view-content .monaco-button', { hasText: 'Compare Sandbox with Revision…' }).first().waitFor({ timeout: 30_000 });
     await page.locator('.activitybar [aria-label^="Explorer"]').first().click();

@@ -6,6 +6,7 @@ import type { ProviderKind } from '../../../protocol/sandboxes';
 import type { BundleProgress } from '../../bundle';
 import type { SandboxSessionService } from '../../sessions/sandboxSessions';
 import type { ActivationService } from '../../activation/service';
+import type { OpeningSnapshots } from '../../sessions/openingSnapshots';
 import type { RevisionIndexCache } from '../../sessions/revisionIndex';
 import type { SandboxProvider, WorkOptions } from '../../sandboxes/provider';
 import type { PortForwardService } from '../../ports/portForwardService';
@@ -17,6 +18,7 @@ export interface Services {
   /** Opened with the repository, on first use. */
   activations: () => Promise<ActivationService>;
   revisions: RevisionIndexCache;
+  openings: OpeningSnapshots;
   /** Port forwards of this client (one is made here when absent; its owner disposes it when the client goes). */
   ports?: PortForwardService;
 }

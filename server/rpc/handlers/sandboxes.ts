@@ -36,6 +36,7 @@ export function sandboxHandlers(services: Services): HandlersOf<typeof sandboxMe
     }),
     'sandboxes/delete': async (params) => {
       await provider(params.ref.provider).delete(params.ref);
+      await services.openings.forget(params.ref);
       return {};
     },
     'sandboxes/artifacts/download': async (params, ctx) => ({

@@ -1,5 +1,7 @@
 // Handlers of protocol/companion/sessions.ts: the session repository (list, revisions, export), a revision's
-// files, moving a session between a revision and a sandbox, and importing a bundle file.
+// files, moving a session between a revision and a sandbox, and importing a bundle file; and of
+// protocol/companion/openings.ts: a sandbox's opening snapshot, compared and read as a revision is.
+import type { openingMethods } from '../../../protocol/companion/openings';
 import type { sessionMethods } from '../../../protocol/companion/sessions';
 import { compareSandboxWithRevision } from '../../sessions/sandboxChanges';
 import { absolute, bundleProgress, work, type HandlersOf, type Services } from './context';
@@ -28,6 +30,17 @@ export function sessionHandlers(services: Services): HandlersOf<typeof sessionMe
     }),
     'revisions/read': async (params) => {
       const { contents, size } = await services.revisions.read(params.sessionId, params.revision, params.path, params);
+      return { contents: contents.toString('base64'), size, truncated: params.offset + contents.length < size };
+    },
+  };
+}
+
+export function openingHandlers(services: Services): HandlersOf<typeof openingMethods> {
+  return {
+    'openings/compareSandbox': async (params, ctx) => services.openings.compare(params.sandbox, work(ctx)),
+    'openings/list': async (params) => ({ entries: await services.openings.list(params.sandbox, params.path) }),
+    'openings/read': async (params) => {
+      const { contents, size } = await services.openings.read(params.sandbox, params.path, params);
       return { contents: contents.toString('base64'), size, truncated: params.offset + contents.length < size };
     },
   };

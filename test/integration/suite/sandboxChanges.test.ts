@@ -4,12 +4,19 @@
 // Compare Sandbox with Revision… picks another baseline; a revision opened in a new sandbox is that sandbox's
 // baseline; Stop Comparing removes the entry. A sandbox another client (an agent, through the MCP server) opened
 // from a revision is compared with it with no step here, and that client's later save moves the comparison on.
+// A sandbox made from an image is compared with what it held when it was opened, until it is saved.
 import assert from 'node:assert/strict';
 import * as vscode from 'vscode';
 import type { SandboxSummary } from '../../../protocol/sandboxes';
 import { api, newLocalSandbox, until } from './helpers';
 
 const text = (s: string) => new TextEncoder().encode(s);
+type Api = Awaited<ReturnType<typeof api>>;
+/** The revision a shown sandbox was last compared with (undefined: not compared, or since opened). */
+const comparedWith = (a: Api, key: string) => {
+  const result = a.changes.state(key)?.result;
+  return result && 'against' in result ? result.against.revision : undefined;
+};
 
 describe('what a sandbox changed since a revision', () => {
   let sandbox: SandboxSummary;
@@ -48,7 +55,8 @@ describe('what a sandbox changed since a revision', () => {
       { path: 'src/gone.ts', status: 'deleted' },
     ];
     await until(() => JSON.stringify(a.changes.state(sandbox.key)?.result?.changes) === JSON.stringify(expected), 'the three changes to be listed');
-    assert.deepEqual(a.changes.status(uri('README.md')), { status: 'modified', baseline: { sessionId: 'it-changes', revision: 'r1', setAt: a.changes.baseline(sandbox.key)?.setAt } });
+    assert.deepEqual(a.changes.status(uri('README.md')), { status: 'modified', baseline: a.changes.baseline(sandbox.key) });
+    assert.deepEqual({ ...a.changes.baseline(sandbox.key), setAt: 0 }, { sessionId: 'it-changes', revision: 'r1', setAt: 0 });
     assert.equal(a.changes.status(uri('src/other.ts')), undefined);
 
     await vscode.commands.executeCommand('sandboxSessions.openSandboxChange', sandbox.key, 'README.md', 'modified');
@@ -66,7 +74,7 @@ describe('what a sandbox changed since a revision', () => {
       expectedRevision: 'r1',
     });
     assert.equal(saved.revision.ref.revision, 'r2');
-    await until(() => a.changes.state(sandbox.key)?.result?.against.revision === 'r2', 'the comparison with r2');
+    await until(() => comparedWith(a, sandbox.key) === 'r2', 'the comparison with r2');
     assert.deepEqual(a.changes.state(sandbox.key)?.result?.changes, []);
 
     // As from the Source Control entry's title menu, whose argument is the entry (its rootUri names the sandbox).
@@ -84,7 +92,7 @@ describe('what a sandbox changed since a revision', () => {
   it('names why a comparison is not possible: a secret file a save would refuse', async () => {
     const a = await api();
     await vscode.commands.executeCommand('sandboxSessions.compareSandboxWithRevision', sandbox.key, { sessionId: 'it-changes' });
-    assert.equal(a.changes.state(sandbox.key)?.result?.against.revision, 'r2', 'without a revision: the head');
+    assert.equal(comparedWith(a, sandbox.key), 'r2', 'without a revision: the head');
     await vscode.workspace.fs.writeFile(uri('.env'), text('TOKEN=canary\n'));
     await until(() => a.changes.state(sandbox.key)?.error !== undefined, 'the refusal');
     assert.match(a.changes.state(sandbox.key)?.error ?? '', /a save would be refused.*\.env/);
@@ -116,19 +124,60 @@ describe('what a sandbox changed since a revision', () => {
     const key = opened.sandbox.key;
     const theirs = (p: string) => vscode.Uri.from({ scheme: 'sandbox', authority: key, path: `/${p}` });
     await vscode.window.showTextDocument(theirs('README.md'));
-    await until(() => a.changes.state(key)?.result?.against.revision === 'r1', 'the comparison with the revision it was opened from');
+    await until(() => comparedWith(a, key) === 'r1', 'the comparison with the revision it was opened from');
     assert.deepEqual(a.changes.state(key)?.result?.changes, []);
 
     await vscode.workspace.fs.writeFile(theirs('README.md'), text('edited by the agent\n'));
     await until(() => a.changes.state(key)?.result?.changes.length === 1, 'the edit to be listed');
     const saved = await companion.request('sessions/saveSandbox', { sandbox: opened.sandbox.ref, sessionId: 'it-changes', expectedRevision: 'r2' });
     assert.equal(saved.revision.ref.revision, 'r3');
-    await until(() => a.changes.state(key)?.result?.against.revision === 'r3', 'the comparison to move on to the revision the other client saved');
+    await until(() => comparedWith(a, key) === 'r3', 'the comparison to move on to the revision the other client saved');
     assert.deepEqual(a.changes.state(key)?.result?.changes, []);
 
     // Stop Comparing holds over that mark; Compare with… picks another again.
     await vscode.commands.executeCommand('sandboxSessions.stopComparingSandbox', key);
     assert.equal(a.changes.compared().includes(key), false);
     assert.equal(a.changes.baseline(key), undefined);
+  });
+
+  it('a sandbox made from an image is compared with what it held when it was opened, until it is saved', async () => {
+    const a = await api();
+    const fresh = await newLocalSandbox();
+    const own = (p = '') => vscode.Uri.from({ scheme: 'sandbox', authority: fresh.key, path: `/${p}` });
+    await vscode.workspace.fs.writeFile(own('README.md'), text('as opened\n'));
+    await vscode.workspace.fs.writeFile(own('gone.txt'), text('bye\n'));
+    await vscode.window.showTextDocument(own('README.md'));
+    await until(() => a.changes.state(fresh.key)?.result !== undefined, 'the first comparison');
+    const first = a.changes.state(fresh.key)?.result;
+    assert.ok(first && 'opened' in first, JSON.stringify(first));
+    assert.deepEqual([first.changes, first.unchanged], [[], 2]);
+    assert.deepEqual(a.changes.baseline(fresh.key), { opened: true });
+
+    await vscode.workspace.fs.writeFile(own('README.md'), text('edited\n'));
+    await vscode.workspace.fs.writeFile(own('notes.md'), text('new\n'));
+    await vscode.workspace.fs.delete(own('gone.txt'));
+    const expected = [
+      { path: 'README.md', status: 'modified' },
+      { path: 'gone.txt', status: 'deleted' },
+      { path: 'notes.md', status: 'added' },
+    ];
+    await until(() => JSON.stringify(a.changes.state(fresh.key)?.result?.changes) === JSON.stringify(expected), 'the three changes since opened');
+    assert.deepEqual(a.changes.status(own('notes.md')), { status: 'added', baseline: { opened: true } });
+
+    // A change opens as a diff with the file as it was when the sandbox was opened.
+    await vscode.commands.executeCommand('sandboxSessions.openSandboxChange', fresh.key, 'README.md', 'modified');
+    await until(() => vscode.window.tabGroups.activeTabGroup.activeTab?.input instanceof vscode.TabInputTextDiff, 'the diff');
+    const diff = vscode.window.tabGroups.activeTabGroup.activeTab?.input as vscode.TabInputTextDiff;
+    assert.deepEqual([diff.original.scheme, diff.original.path], ['sandbox-revision', '/workspace/README.md']);
+    assert.equal((await vscode.workspace.openTextDocument(diff.original)).getText(), 'as opened\n');
+    assert.equal(new TextDecoder().decode(await vscode.workspace.fs.readFile(vscode.Uri.joinPath(diff.original, '../gone.txt'))), 'bye\n', 'a deleted file as it was');
+
+    // A save makes the revision the baseline; Stop Comparing then shows nothing, not "since opened" again.
+    await vscode.commands.executeCommand('sandboxSessions.saveSandboxAsRevision', fresh.key, { sessionId: 'it-opened' });
+    await until(() => comparedWith(a, fresh.key) === 'r1', 'the comparison with the saved revision');
+    assert.deepEqual(a.changes.state(fresh.key)?.result?.changes, []);
+    await vscode.commands.executeCommand('sandboxSessions.stopComparingSandbox', fresh.key);
+    assert.equal(a.changes.compared().includes(fresh.key), false);
+    assert.equal(a.changes.baseline(fresh.key), undefined);
   });
 });

@@ -1,8 +1,9 @@
 // Which revision a sandbox's changes are shown against: the user's choice (Compare with…, Stop Comparing) or the
 // sandbox's own mark (the revision it was opened from or saved as, by any client), whichever came later; kept per
-// sandbox in a Memento shared by the windows, bounded, and robust to what another version stored.
+// sandbox in a Memento shared by the windows, bounded, and robust to what another version stored. With neither and
+// no Stop Comparing, since the sandbox was opened.
 import assert from 'node:assert/strict';
-import { ChangeBaselines, MAX_BASELINES } from '../../../extension/changes/changeBaselines';
+import { baselineName, ChangeBaselines, MAX_BASELINES, sameBaseline, SINCE_OPENED, sinceWords } from '../../../extension/changes/changeBaselines';
 import type { SandboxSessionRevision } from '../../../protocol/sandboxRevision';
 
 const memento = () => {
@@ -65,6 +66,25 @@ describe('extension: change baselines', () => {
     now = 2500;
     await baselines.stop('a');
     assert.equal(baselines.resolve('a', mark('r3', 1500)), undefined);
+    // Stopped, so not "since opened" either; a sandbox never compared, or saved after the stop, is not stopped.
+    assert.equal(baselines.stopped('a', mark('r3', 1500)), true);
+    assert.equal(baselines.stopped('a', mark('r4', 2600)), false);
+    assert.equal(baselines.stopped('a'), true);
+    assert.equal(baselines.stopped('never-compared'), false);
+    await baselines.set('a', { sessionId: 's', revision: 'r1' });
+    assert.equal(baselines.stopped('a'), false, 'a revision chosen after the stop');
+  });
+
+  it('tells baselines apart: revisions by session and revision, "since opened" only from itself', () => {
+    const r1 = { sessionId: 's', revision: 'r1', setAt: 1 };
+    assert.equal(sameBaseline(r1, { ...r1, setAt: 2 }), true);
+    assert.equal(sameBaseline(r1, { ...r1, revision: 'r2' }), false);
+    assert.equal(sameBaseline(SINCE_OPENED, { opened: true }), true);
+    assert.equal(sameBaseline(SINCE_OPENED, r1), false);
+    assert.equal(sameBaseline(r1, SINCE_OPENED), false);
+    assert.equal(sameBaseline(SINCE_OPENED, undefined), false);
+    assert.equal(sameBaseline(undefined, undefined), true);
+    assert.deepEqual([baselineName(r1), baselineName(SINCE_OPENED), sinceWords(SINCE_OPENED)], ['s@r1', 'opened', 'the sandbox was opened']);
   });
 
   it('skips entries it cannot parse (another version wrote them), keeping the rest, and recovers on the next set', async () => {

@@ -5,12 +5,11 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { ResponseError } from 'vscode-jsonrpc/node';
 import { GatewayClient } from '../../../protocol/kruntimes/gatewayClient';
 import type { ProviderInfo, SandboxChanged, SandboxConnection, SandboxSummary } from '../../../protocol/sandboxes';
 import type { ProgressValue } from '../../../protocol/companion';
 import { stopGateway } from '../../../server/gateway/daemonClient';
-import { type CompanionProcess, spawnCompanion } from '../../fixtures/companionProcess';
+import { type CompanionProcess, rejectsWithCode, spawnCompanion } from '../../fixtures/companionProcess';
 
 describe('companion server: sandboxes on the local runtime', function () {
   this.timeout(60_000);
@@ -39,14 +38,6 @@ describe('companion server: sandboxes on the local runtime', function () {
   });
 
   const request = <T>(method: string, params: unknown) => server.connection.sendRequest(method, params) as Promise<T>;
-  const rejectsWith = async (p: Promise<unknown>, code: string, message?: RegExp) => {
-    await assert.rejects(p, (e: unknown) => {
-      assert.ok(e instanceof ResponseError, String(e));
-      assert.equal((e.data as { code: string }).code, code, e.message);
-      if (message) assert.match(e.message, message);
-      return true;
-    });
-  };
 
   it('lists the local provider with the process backend available', async () => {
     const { providers } = await request<{ providers: ProviderInfo[] }>('providers/list', {});
@@ -105,20 +96,20 @@ describe('companion server: sandboxes on the local runtime', function () {
   });
 
   it('refuses to open a finished sandbox, with the SDK wording', async () => {
-    await rejectsWith(request('sandboxes/open', { ref: sandbox.ref }), 'not_ready', /Session Run is not ready/);
+    await rejectsWithCode(request('sandboxes/open', { ref: sandbox.ref }), 'not_ready', { message: /Session Run is not ready/ });
   });
 
   it('answers not_found for an unknown sandbox and invalid_params for a bad reference', async () => {
-    await rejectsWith(request('sandboxes/get', { ref: { ...sandbox.ref, name: 'no-such-sandbox' } }), 'not_found');
-    await rejectsWith(request('sandboxes/get', { ref: { ...sandbox.ref, name: '../etc' } }), 'invalid_params');
-    await rejectsWith(request('sandboxes/grantAgents', { ref: { ...sandbox.ref, name: 'no-such-sandbox' }, granted: true }), 'not_found');
+    await rejectsWithCode(request('sandboxes/get', { ref: { ...sandbox.ref, name: 'no-such-sandbox' } }), 'not_found');
+    await rejectsWithCode(request('sandboxes/get', { ref: { ...sandbox.ref, name: '../etc' } }), 'invalid_params');
+    await rejectsWithCode(request('sandboxes/grantAgents', { ref: { ...sandbox.ref, name: 'no-such-sandbox' }, granted: true }), 'not_found');
   });
 
   it('refuses a create whose labels Kubernetes would refuse, naming the label', async () => {
-    await rejectsWith(
+    await rejectsWithCode(
       request('sandboxes/create', { spec: { provider: 'local', runtime: 'process', namespace: 'default', labels: { 'a/b/c': 'x' } }, waitForReady: false }),
       'invalid_params',
-      /metadata\.labels: Invalid value: "a\/b\/c"/,
+      { message: /metadata\.labels: Invalid value: "a\/b\/c"/ },
     );
   });
 
@@ -128,13 +119,13 @@ describe('companion server: sandboxes on the local runtime', function () {
     });
     const { sandbox: cancelled } = await request<{ sandbox: SandboxSummary }>('sandboxes/terminate', { ref: second.ref, mode: 'Immediate' });
     assert.equal(cancelled.phase, 'Cancelled');
-    await rejectsWith(
+    await rejectsWithCode(
       request('sandboxes/terminate', { ref: second.ref, mode: 'Drain' }),
       'not_ready',
-      /termination may not be removed, downgraded, or changed except from Drain to Immediate/,
+      { message: /termination may not be removed, downgraded, or changed except from Drain to Immediate/ },
     );
     await request('sandboxes/delete', { ref: second.ref });
-    await rejectsWith(request('sandboxes/get', { ref: second.ref }), 'not_found');
+    await rejectsWithCode(request('sandboxes/get', { ref: second.ref }), 'not_found');
   });
 
   it('holds an opened sandbox past its lease and lets it expire once released', async () => {
