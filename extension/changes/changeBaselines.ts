@@ -1,7 +1,8 @@
 // The revision each sandbox's changes are shown against (its baseline). Two sources, the later one wins:
 // - the sandbox's own mark (SandboxSummary.sessionRevision, protocol/sandboxRevision.ts): the revision it was opened
 //   from or last saved as, written by the server whoever asked — this window, another one, an agent over MCP;
-// - this user's choice: Compare Sandbox with Revision… sets one, Stop Comparing Sandbox sets "none". Opening or saving
+// - this user's choice: Compare Sandbox with Revision… sets one, Compare Sandbox Since Opened sets "since opened",
+//   Stop Comparing Sandbox sets "none". Opening or saving
 //   from here records a choice too, so a Run that could not be marked (a cluster role without `patch`) still has one.
 // With neither (a sandbox made from an image, never saved), its changes are shown since it was opened: its opening
 // snapshot, which the companion takes on the first comparison (protocol/companion/openings.ts).
@@ -16,7 +17,8 @@ export const MAX_BASELINES = 200;
 
 const BaselineSchema = z.object({ sessionId: z.string().min(1), revision: z.string().min(1), setAt: z.number() });
 const StoppedSchema = z.object({ stopped: z.literal(true), setAt: z.number() });
-const ChoiceSchema = z.union([BaselineSchema, StoppedSchema]);
+const OpenedSchema = z.object({ opened: z.literal(true), setAt: z.number() });
+const ChoiceSchema = z.union([BaselineSchema, StoppedSchema, OpenedSchema]);
 /** Entries another version stored unreadably are skipped one by one (the others stay). */
 const StoredSchema = z.record(z.string(), z.unknown());
 
@@ -58,14 +60,14 @@ export class ChangeBaselines {
   ) {}
 
   /**
-   * The baseline of a sandbox (by key): the later of this user's choice and the sandbox's mark (`mark`, from its
-   * summary); none when the later one is Stop Comparing, or when there is neither.
+   * The revision a sandbox (by key) is compared with: the later of this user's choice and the sandbox's mark (`mark`,
+   * from its summary); none when the later one is Stop Comparing or Since Opened, or when there is neither.
    */
   resolve(key: string, mark?: SandboxSessionRevision): ChangeBaseline | undefined {
     const choice = this.choiceOf(key);
     const marked = mark && { sessionId: mark.sessionId, revision: mark.revision, setAt: Date.parse(mark.at) };
     const later = marked && (choice === undefined || marked.setAt > choice.setAt) ? marked : choice;
-    return later === undefined || 'stopped' in later ? undefined : later;
+    return later === undefined || 'stopped' in later || 'opened' in later ? undefined : later;
   }
 
   /** Whether the later of this user's choice and the sandbox's mark is Stop Comparing (then nothing is shown). */
@@ -76,6 +78,11 @@ export class ChangeBaselines {
 
   async set(key: string, baseline: { sessionId: string; revision: string }): Promise<void> {
     await this.choose(key, { sessionId: baseline.sessionId, revision: baseline.revision, setAt: this.now() });
+  }
+
+  /** Compare Since Opened: the sandbox's opening snapshot, until it is next opened from or saved as a revision. */
+  async sinceOpened(key: string): Promise<void> {
+    await this.choose(key, { opened: true, setAt: this.now() });
   }
 
   /** Stop Comparing: no baseline until the sandbox is next opened from or saved as a revision, or one is chosen. */

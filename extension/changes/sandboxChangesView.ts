@@ -16,6 +16,7 @@ import { SANDBOX_SCHEME, sandboxUri } from '../fs/sandboxFileSystemProvider';
 import type { SandboxRegistry } from '../sandboxes/registry';
 import { messageOf } from '../sandboxes/errorText';
 import { shownSandboxes } from '../sandboxes/shownSandboxes';
+import { formatTime } from '../views/dateText';
 import { type Baseline, baselineName, type ChangeBaselines, sameBaseline, SINCE_OPENED, sinceWords } from './changeBaselines';
 import { RefreshPacer, type PacerOptions } from './refreshPacer';
 
@@ -25,6 +26,12 @@ const STATUS_WORDS: Record<WorkspaceChange['status'], string> = { added: 'Added'
 
 /** A comparison's result: with a revision, or since the sandbox was opened. */
 export type ComparedChanges = WorkspaceChanges | OpeningChanges;
+
+/** `HH:MM` today, else `YYYY-MM-DD HH:MM`. */
+function shortTime(iso: string): string {
+  const full = formatTime(iso);
+  return new Date(iso).toDateString() === new Date().toDateString() ? full.slice(-5) : full;
+}
 
 /** The baseline's version of a workspace file (`rel` relative to the workspace). */
 function originalUri(key: string, baseline: Baseline, rel: string): vscode.Uri {
@@ -79,7 +86,9 @@ class ShownChanges implements vscode.Disposable {
   }
 
   private label(state?: string): string {
-    return `Changes since ${baselineName(this.baseline)}${state ? ` (${state})` : ''}`;
+    // Since opened: when, once the first comparison said (the snapshot's time; its date only if not today).
+    const opened = this.result !== undefined && 'opened' in this.result ? ` at ${shortTime(this.result.opened.at)}` : '';
+    return `Changes since ${baselineName(this.baseline)}${opened}${state ? ` (${state})` : ''}`;
   }
 
   private async compare(): Promise<void> {

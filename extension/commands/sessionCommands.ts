@@ -7,7 +7,7 @@ import * as vscode from 'vscode';
 import { createSandboxResolver } from '../sandboxes/sandboxPicker';
 import { hydrateBundle, inspectBundle } from './session/bundles';
 import { browseRevision, compareWithRevision } from './session/browseRevision';
-import { compareSandbox } from './session/compareSandbox';
+import { compareSandbox, compareSandboxSinceOpened } from './session/compareSandbox';
 import type { SessionCommandDeps, SessionContext } from './session/context';
 import { exportRevision } from './session/exportRevision';
 import { forkSession } from './session/forkSession';
@@ -28,6 +28,7 @@ export function registerSessionCommands(deps: SessionCommandDeps): vscode.Dispos
     reg('sandboxSessions.browseRevision', browseRevision),
     reg('sandboxSessions.compareWithRevision', compareWithRevision),
     reg('sandboxSessions.compareSandboxWithRevision', compareSandbox),
+    reg('sandboxSessions.compareSandboxSinceOpened', compareSandboxSinceOpened),
     activationLog,
     reg('sandboxSessions.forkSession', forkSession),
     reg('sandboxSessions.runActivation', runActivation),

@@ -35,7 +35,7 @@ const SUBCOMMANDS = {
   delete: [['delete <id>', 'delete a session and its revisions (its id is never reused)']],
   diff: [
     ['diff <id>[@rN] <sandbox> [--namespace NS] [--state-dir DIR]', "what a local sandbox's workspace changed since the revision (A/M/D and path)"],
-    ['diff <sandbox>', '… since the revision the sandbox was opened from or last saved as'],
+    ['diff <sandbox>', '… since the revision the sandbox was opened from or last saved as, else since it was opened (its opening snapshot)'],
   ],
   activate: [['activate <id> --message "…"', 'run one activation (agent turn) in a fresh sandbox and commit it']],
   fork: [['fork <id>@<rN> [--to <new-id>]', 'fork a session at a retained revision']],
@@ -215,7 +215,7 @@ async function checkCommit(args: string[], values: Values): Promise<{ sessionId:
 
 const HANDLERS: Record<Subcommand, Handler> = {
   async diff(repo, args, values) {
-    // One argument: the sandbox, compared with the revision it was opened from or last saved as.
+    // One argument: the sandbox, compared with the revision it was opened from or last saved as, else since opened.
     const [target, name] = (args.length === 1 ? [undefined, args[0]] : exactly(args, ['id[@rN]', 'sandbox'])) as [string | undefined, string];
     const { diffSandbox, diffText } = await import('./sessionDiff.js');
     const since = target === undefined ? {} : parseTarget(target);

@@ -81,24 +81,33 @@ function registerSessionDiff(server: McpServer, context: McpToolContext): void {
   server.registerTool(
     'session_diff',
     {
-      title: 'What a sandbox changed since a session revision',
+      title: 'What a sandbox changed since a session revision, or since it was opened',
       description:
-        "Lists the files of the sandbox's workspace that differ from a session revision (default: the head): added, modified " +
+        "Lists the files of the sandbox's workspace that differ from a session revision: added, modified " +
         '(other bytes or another executable bit) or deleted — exactly what session_save on that revision would change, ' +
-        'compared byte for byte; .git, node_modules, caches and logs are left out as a save leaves them out. Commits nothing.',
+        'compared byte for byte; .git, node_modules, caches and logs are left out as a save leaves them out. Commits nothing. ' +
+        'Without sessionId: the revision the sandbox was opened from or last saved as, else since it was opened (its ' +
+        'opening snapshot, the one the person’s Source Control view compares with; taken now if it has none, so the first ' +
+        'such call lists nothing).',
       inputSchema: {
         sandbox: z.string().min(1).max(1100).describe('The sandbox key, as sandbox_create and sandbox_list return it'),
-        sessionId: sessionIdArg,
+        sessionId: sessionIdArg.optional().describe('Default: the revision the sandbox was opened from or last saved as, else since it was opened'),
         revision: revisionArg.optional().describe('Default: the head revision'),
       },
-      annotations: { title: 'What a sandbox changed since a session revision', readOnlyHint: true, idempotentHint: true, openWorldHint: false },
+      annotations: { title: 'What a sandbox changed since a session revision, or since it was opened', readOnlyHint: true, idempotentHint: true, openWorldHint: false },
     },
     context.tool('session_diff', async (args, extra) => {
-      const { ref } = await context.resolve(args.sandbox);
-      const revision = args.revision ?? (await backends.sessions.revisions(args.sessionId)).find((r) => r.isHead)?.ref.revision;
-      if (revision === undefined) throw new McpToolError('not_found', `${args.sessionId} has no retained revision`);
+      const { ref, summary } = await context.resolve(args.sandbox);
       const progress = progressOf(extra);
-      const changes = await compareSandboxWithRevision(backends, { sandbox: ref, sessionId: args.sessionId, revision }, workOf(extra, progress));
+      const since = args.sessionId !== undefined ? { sessionId: args.sessionId, revision: args.revision } : summary.sessionRevision;
+      if (since === undefined) {
+        const changes = await backends.openings.compare(ref, workOf(extra, progress));
+        await progress?.flushed();
+        return json({ since: 'opened', openedAt: changes.opened.at, taken: changes.taken, changes: changes.changes, total: changes.total, unchanged: changes.unchanged, excluded: changes.workspace.excludedEntries });
+      }
+      const revision = since.revision ?? (await backends.sessions.revisions(since.sessionId)).find((r) => r.isHead)?.ref.revision;
+      if (revision === undefined) throw new McpToolError('not_found', `${since.sessionId} has no retained revision`);
+      const changes = await compareSandboxWithRevision(backends, { sandbox: ref, sessionId: since.sessionId, revision }, workOf(extra, progress));
       await progress?.flushed();
       return json({ ...changes.against, changes: changes.changes, total: changes.total, unchanged: changes.unchanged, excluded: changes.workspace.excludedEntries });
     }),

@@ -4,7 +4,7 @@
 // MCP session of it (stdio has one; Streamable HTTP may have several), so "created by this server"
 // means this process whichever connection created it.
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { parseSandboxKey, type ProviderKind, type SandboxRef } from '../../protocol/sandboxes';
+import { parseSandboxKey, type ProviderKind, type SandboxRef, type SandboxSummary } from '../../protocol/sandboxes';
 import type { Run } from '../../protocol/kruntimes/run';
 import type { CompanionServices } from '../companionServices';
 import type { Logger } from '../log';
@@ -14,7 +14,7 @@ import { AgentScope } from './scope';
 import { McpToolError, toolErrorResult } from './toolErrors';
 
 /** The services the MCP server uses: the companion's own (see companionServices.ts). */
-export type McpBackends = Pick<CompanionServices, 'providers' | 'sessions' | 'revisions' | 'activations'>;
+export type McpBackends = Pick<CompanionServices, 'providers' | 'sessions' | 'revisions' | 'openings' | 'activations'>;
 
 export class McpToolContext {
   readonly scope: AgentScope;
@@ -40,12 +40,12 @@ export class McpToolContext {
   }
 
   /** The sandbox behind a key, if this server may use it (else the refusal an agent can act on). */
-  async resolve(key: string): Promise<{ ref: SandboxRef; run: Run }> {
+  async resolve(key: string): Promise<{ ref: SandboxRef; run: Run; summary: SandboxSummary }> {
     const ref = parseSandboxKey(key);
     if (!ref) throw new McpToolError('invalid_argument', `"${key}" is not a sandbox key; sandbox_list shows the keys of the sandboxes you may use`);
-    const { run } = await this.provider(ref.provider).get(ref);
+    const { run, sandbox } = await this.provider(ref.provider).get(ref);
     this.scope.authorize(ref, run);
-    return { ref, run };
+    return { ref, run, summary: sandbox };
   }
 
   /** Runs a handler, turning any failure into an MCP tool error with words to act on. */

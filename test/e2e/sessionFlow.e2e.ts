@@ -85,6 +85,7 @@ describe('e2e: save → fork → activate → compare', function () {
     // is stopped, it offers to compare the sandbox with a revision.
     await page.locator('.activitybar [aria-label^="Source Control"]').first().click();
     await page.locator('.scm-view .monaco-list-row', { hasText: 'Changes since opened' }).waitFor({ timeout: 30_000 });
+    await wb.screenshot('changes-since-opened');
     await wb.runCommand('Sandbox Sessions: Stop Comparing Sandbox');
     await page.locator('.welcome-view-content', { hasText: 'See what a sandbox changed since a session revision' }).waitFor({ timeout: 30_000 });
     await page.locator('.welcome-view-content .monaco-button', { hasText: 'Compare Sandbox with Revision…' }).first().waitFor({ timeout: 30_000 });

@@ -172,6 +172,12 @@ describe('what a sandbox changed since a revision', () => {
     assert.equal((await vscode.workspace.openTextDocument(diff.original)).getText(), 'as opened\n');
     assert.equal(new TextDecoder().decode(await vscode.workspace.fs.readFile(vscode.Uri.joinPath(diff.original, '../gone.txt'))), 'bye\n', 'a deleted file as it was');
 
+    // Stop Comparing ends it; Compare Sandbox Since Opened brings the same snapshot back (not a new one).
+    await vscode.commands.executeCommand('sandboxSessions.stopComparingSandbox', fresh.key);
+    assert.equal(a.changes.compared().includes(fresh.key), false);
+    const back = await vscode.commands.executeCommand<{ result?: { opened?: { at: string }; taken?: boolean; total: number } }>('sandboxSessions.compareSandboxSinceOpened', fresh.key);
+    assert.deepEqual([back.result?.opened?.at, back.result?.taken, back.result?.total], [first.opened.at, false, 3]);
+
     // A save makes the revision the baseline; Stop Comparing then shows nothing, not "since opened" again.
     await vscode.commands.executeCommand('sandboxSessions.saveSandboxAsRevision', fresh.key, { sessionId: 'it-opened' });
     await until(() => comparedWith(a, fresh.key) === 'r1', 'the comparison with the saved revision');

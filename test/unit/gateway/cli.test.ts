@@ -190,9 +190,16 @@ describe('CLI: sandbox and doctor', function () {
     assert.equal(own.out, changed.out);
     const unmarked = await sandbox(stateDir, ['create', '--name', 'cli-unmarked', '--runtime', 'process']);
     assert.equal(unmarked.code, 0, unmarked.err);
-    const noRevision = await diff(['cli-unmarked']);
-    assert.equal(noRevision.code, 2);
-    assert.match(noRevision.err, /cli-unmarked was not opened from a session revision nor saved as one; name one: session diff <id>\[@rN\] cli-unmarked/);
+    // A sandbox with no revision: since it was opened — its opening snapshot, taken by the first diff (or a window).
+    const first = await diff(['cli-unmarked']);
+    assert.equal(first.code, 0, first.err);
+    const at = /^0 changed, 0 unchanged since it was opened \(([0-9T:.Z-]+), its opening snapshot taken just now\)\n$/.exec(first.out)?.[1];
+    assert.ok(at, first.out);
+    assert.equal((await sandbox(stateDir, ['exec', 'cli-unmarked', '--shell', 'echo new > new.txt'])).code, 0);
+    const since = await diff(['cli-unmarked']);
+    assert.equal(since.out, `A\tnew.txt\n1 changed, 0 unchanged since it was opened (${at})\n`);
+    const sinceJson = JSON.parse((await diff(['cli-unmarked', '--json'])).out) as { opened: { at: string }; taken: boolean; total: number };
+    assert.deepEqual([sinceJson.opened.at, sinceJson.taken, sinceJson.total], [at, false, 1]);
     assert.equal((await sandbox(stateDir, ['delete', 'cli-unmarked'])).code, 0);
     const noSandbox = await diff(['cli-session']);
     assert.notEqual(noSandbox.code, 0);

@@ -73,6 +73,21 @@ describe('mcp server: session tools and sandbox:// resources (SDK client over st
     ok(await call('sandbox_exec', { sandbox, argv: ['rm', 'notes.md'] }));
     const heads = ok<Diff>(await call('session_diff', { sandbox, sessionId: 'mcp-demo' }));
     assert.deepEqual([heads.revision, heads.total], ['r2', 0], 'the head is still r2: nothing was committed');
+    // Without a session: the revision the sandbox was last saved as.
+    const own = ok<Diff>(await call('session_diff', { sandbox }));
+    assert.deepEqual([own.sessionId, own.revision, own.total], ['mcp-demo', 'r2', 0]);
+  });
+
+  it('session_diff of a sandbox with no revision: since it was opened (its opening snapshot, taken by the first call)', async () => {
+    type SinceOpened = { since: string; openedAt: string; taken: boolean; changes: { path: string; status: string }[]; total: number; unchanged: number };
+    const fresh = ok<{ sandbox: string }>(await call('sandbox_create', { runtime: 'process', leaseTimeoutSeconds: 600 })).sandbox;
+    ok(await call('sandbox_write_file', { sandbox: fresh, path: 'plan.md', contents: 'step one\n' }));
+    const first = ok<SinceOpened>(await call('session_diff', { sandbox: fresh }));
+    assert.deepEqual([first.since, first.taken, first.changes, first.unchanged], ['opened', true, [], 1]);
+    ok(await call('sandbox_write_file', { sandbox: fresh, path: 'plan.md', contents: 'step two\n' }));
+    const later = ok<SinceOpened>(await call('session_diff', { sandbox: fresh }));
+    assert.deepEqual([later.openedAt, later.taken, later.changes], [first.openedAt, false, [{ path: 'plan.md', status: 'modified' }]]);
+    ok(await call('sandbox_cancel', { sandbox: fresh }));
   });
 
   it('session_open_revision opens r1 in a new sandbox of the agent, holding r1 files', async () => {
