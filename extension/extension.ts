@@ -11,6 +11,7 @@ import { CompanionClient, type CompanionStartHooks, REPOSITORY_PASSWORD_SECRET }
 import { registerSandboxCommands } from './commands/sandboxCommands';
 import { registerOpenSandboxCommands } from './commands/openSandboxCommands';
 import { registerSessionCommands } from './commands/sessionCommands';
+import { registerCheckMachine } from './diagnostics/doctor';
 import { registerSupportReport } from './diagnostics/supportReport';
 import { REVISION_SCHEME, RevisionFileSystemProvider } from './fs/revisionFileSystemProvider';
 import { SaveConflicts } from './fs/saveConflicts';
@@ -142,6 +143,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Sandbo
   const search = registerSandboxSearch({ companion, onDidChangeFile: fileSystem.onDidChangeFile, globalState: context.globalState, log });
   context.subscriptions.push(...search.disposables);
   await restoreWindow(context, registry, fileSystem, terminals, log);
+  context.subscriptions.push(registerCheckMachine(context));
   context.subscriptions.push(registerSupportReport({ context, companion, registry, fileSystem, live, roundTrip: (key) => statusBar.roundTrip(key) }));
   const mcp = registerMcpServerProvider(context, log);
   const ports = registerPorts({ companion, registry, resolveSandbox, log, state: context.workspaceState });

@@ -3,24 +3,17 @@
 // sandboxes this window knows with their file system counters (a stat storm shows there), and the extension's log,
 // the companion server's lines included. Nothing in it is a secret (nothing logs one); what a quoted message might
 // still carry is masked (maskSecrets.ts). It is opened in an editor once written, so the person sees what it says.
-import { execFile } from 'node:child_process';
 import os from 'node:os';
-import { promisify } from 'node:util';
 import * as vscode from 'vscode';
-import { z } from 'zod';
-import { type CompanionClient, serverCommand, serverEnvironment } from '../companion/companionClient';
+import type { CompanionClient } from '../companion/companionClient';
 import type { LiveSandboxChanges } from '../fs/liveSandboxChanges';
 import type { SandboxFileSystemProvider } from '../fs/sandboxFileSystemProvider';
 import type { SandboxRegistry } from '../sandboxes/registry';
+import { runDoctor } from './doctor';
 import { maskSecrets } from './maskSecrets';
 
 /** The last lines of each log file that go into the report. */
 const LOG_LINES = 1_000;
-const DOCTOR_TIMEOUT_MS = 60_000;
-
-const DoctorReportSchema = z.object({
-  checks: z.array(z.object({ name: z.string(), ok: z.boolean(), detail: z.string() })),
-});
 
 export interface SupportReportDeps {
   context: vscode.ExtensionContext;
@@ -48,22 +41,11 @@ export async function supportReport(deps: SupportReportDeps): Promise<string> {
   return maskSecrets([...header, ...sections.flat()].join('\n') + '\n');
 }
 
-/** `sandbox-sessions doctor --json`, run as the companion server would be (same Node, same kubeconfig, same state directory). */
+/** The doctor's checks (doctor.ts), one line each. */
 async function doctorSection(context: vscode.ExtensionContext): Promise<string[]> {
   const lines = ['', '## Doctor', ''];
   try {
-    const { command, args } = serverCommand(context, ['doctor', '--json']);
-    // The server's environment for the kubeconfig and the Node; not the repository's location (it may hold a password).
-    const env: NodeJS.ProcessEnv = { ...(await serverEnvironment(context)), ELECTRON_RUN_AS_NODE: '1' };
-    delete env.SANDBOX_SESSIONS_REPOSITORY;
-    const { stdout } = await promisify(execFile)(command, args, { env, timeout: DOCTOR_TIMEOUT_MS, maxBuffer: 4 * 1024 * 1024 }).catch(
-      // The doctor exits non-zero when a check fails; its report is still on stdout.
-      (err: { stdout?: string; message: string }) => {
-        if (typeof err.stdout === 'string' && err.stdout.trim() !== '') return { stdout: err.stdout };
-        throw err;
-      },
-    );
-    const report = DoctorReportSchema.parse(JSON.parse(stdout));
+    const report = await runDoctor(context);
     for (const c of report.checks) lines.push(`- ${c.ok ? 'ok' : 'FAILED'} — ${c.name}: ${c.detail}`);
   } catch (err) {
     lines.push(`The doctor could not run: ${(err as Error).message}`);

@@ -1,6 +1,7 @@
 // Export Support Report… in a real VS Code: one Markdown file with the doctor's checks, the providers, the
 // sandboxes this window knows (with their file system counters and gateway round trip) and the extension's log —
-// and not the local gateway's bearer token, which every sandbox connection of this window uses.
+// and not the local gateway's bearer token, which every sandbox connection of this window uses. Check This Machine
+// shows the same doctor's checks in a list.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -47,5 +48,21 @@ describe('Export Support Report', () => {
     assert.ok(!report.includes(gateway.token), 'the gateway token is not in the report');
     assert.equal(vscode.window.activeTextEditor?.document.uri.fsPath, target.fsPath, 'the report is open for reading');
     fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('Check This Machine lists the doctor\'s checks, failed ones first, with their count in the title', async () => {
+    type Shown = { report: { checks: { name: string; ok: boolean; detail: string }[] }; title: string; items: string[] };
+    const shown = await vscode.commands.executeCommand<Shown>('sandboxSessions.checkMachine');
+    await vscode.commands.executeCommand('workbench.action.closeQuickOpen');
+    const { checks } = shown.report;
+    assert.deepEqual(checks.map((c) => c.name).sort(), ['backend bubblewrap', 'backend opensandbox', 'backend process', 'kruntimes', 'local gateway', 'node', 'state directory']);
+    for (const name of ['node', 'state directory', 'local gateway', 'backend process']) assert.equal(checks.find((c) => c.name === name)?.ok, true, name);
+    const failed = checks.filter((c) => !c.ok);
+    assert.equal(shown.title, failed.length === 0 ? `All ${checks.length} checks passed` : `${failed.length} of ${checks.length} checks failed`);
+    assert.deepEqual(
+      shown.items,
+      [...failed, ...checks.filter((c) => c.ok)].map((c) => `${c.ok ? '$(pass)' : '$(error)'} ${c.name}`),
+      'failed checks first, each marked',
+    );
   });
 });
