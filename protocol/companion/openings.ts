@@ -6,7 +6,7 @@
 import { z } from 'zod';
 import { SandboxRefSchema } from '../sandboxes';
 import { defineMethod, withProgressToken } from './contract';
-import { WorkspaceChangesSchema } from './sessions';
+import { FileBytesSchema, FileRangeSchema, WorkspaceChangesSchema } from './sessions';
 
 export const OpeningChangesSchema = WorkspaceChangesSchema.omit({ against: true }).extend({
   /** When the opening snapshot was taken (ISO 8601). */
@@ -59,13 +59,8 @@ export const openingMethods = {
   }),
   'openings/read': defineMethod('openings/read', {
     description: "Bytes of one file of a sandbox's opening snapshot (at most 786,000 per call; `offset`/`length` for more).",
-    params: z.object({
-      sandbox: SandboxRefSchema,
-      path: z.string().min(1),
-      offset: z.number().int().min(0).default(0),
-      length: z.number().int().min(1).max(786_000).default(786_000),
-    }),
-    result: z.object({ contents: z.string(), size: z.number().int().min(0), truncated: z.boolean() }),
+    params: z.object({ sandbox: SandboxRefSchema, ...FileRangeSchema.shape }),
+    result: FileBytesSchema,
     example: {
       params: { sandbox: EXAMPLE_SANDBOX, path: 'workspace/README.md' },
       result: { contents: 'Zmlyc3QK', size: 6, truncated: false },

@@ -51,6 +51,15 @@ export const WorkspaceChangesSchema = z.object({
 });
 export type WorkspaceChanges = z.infer<typeof WorkspaceChangesSchema>;
 
+/** Which bytes of a bundle's file to read (`revisions/read`, `openings/read`): at most 786,000 per call. */
+export const FileRangeSchema = z.object({
+  path: z.string().min(1),
+  offset: z.number().int().min(0).default(0),
+  length: z.number().int().min(1).max(786_000).default(786_000),
+});
+/** Those bytes (base64), the file's size, and whether more follow. */
+export const FileBytesSchema = z.object({ contents: z.string(), size: z.number().int().min(0), truncated: z.boolean() });
+
 export const sessionMethods = {
   'sessions/list': defineMethod('sessions/list', {
     description: 'The sessions of the configured repository (the embedded file repository, or PostgreSQL), and where it is.',
@@ -130,14 +139,8 @@ export const sessionMethods = {
   }),
   'revisions/read': defineMethod('revisions/read', {
     description: 'Bytes of one file of a retained revision (at most 786,000 per call; `offset`/`length` for more).',
-    params: z.object({
-      sessionId: IdentifierSchema,
-      revision: RevisionSchema,
-      path: z.string().min(1),
-      offset: z.number().int().min(0).default(0),
-      length: z.number().int().min(1).max(786_000).default(786_000),
-    }),
-    result: z.object({ contents: z.string(), size: z.number().int().min(0), truncated: z.boolean() }),
+    params: z.object({ sessionId: IdentifierSchema, revision: RevisionSchema, ...FileRangeSchema.shape }),
+    result: FileBytesSchema,
     example: {
       params: { sessionId: 'demo', revision: 'r1', path: 'workspace/README.md' },
       result: { contents: 'Zmlyc3QK', size: 6, truncated: false },

@@ -9,7 +9,7 @@ import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import type { OpeningChanges } from '../../protocol/companion/openings';
-import { Sha256DigestSchema } from '../../protocol/bundle';
+import { Sha256DigestSchema, type WorkspaceSnapshotReport } from '../../protocol/bundle';
 import { sandboxKey, type ProviderKind, type SandboxRef, type SandboxSummary } from '../../protocol/sandboxes';
 import { readJsonRecord } from '../local/atomicFile';
 import type { Logger } from '../log';
@@ -36,7 +36,7 @@ type SnapshotRecord = z.infer<typeof RecordSchema>;
 
 export class OpeningSnapshots {
   /** Snapshots being taken by this server, by sandbox key (one at a time per sandbox). */
-  private readonly taking = new Map<string, Promise<SnapshotRecord>>();
+  private readonly taking = new Map<string, Promise<{ record: SnapshotRecord; workspace?: WorkspaceSnapshotReport }>>();
 
   constructor(
     /** `<state root>/opening-snapshots` (made 0700 on first use). */
@@ -46,12 +46,20 @@ export class OpeningSnapshots {
     private readonly indexes: RevisionIndexCache,
     private readonly log: Logger,
     private readonly maxKept = MAX_OPENING_SNAPSHOTS,
+    /** When a snapshot is taken or compared (its record's time orders pruning). */
+    private readonly now: () => Date = () => new Date(),
   ) {}
 
   /** What the sandbox changed since its opening snapshot, taken first if it has none. */
   async compare(ref: SandboxRef, work: WorkOptions = {}): Promise<OpeningChanges> {
-    const { record, taken } = await this.ensure(ref, work);
+    const { record, taken, workspace } = await this.ensure(ref, work);
     const index = await this.index(record);
+    // Just taken by this call: the workspace is the snapshot, so there is nothing to compare (what changes after it
+    // is the next comparison's; the view compares again on the sandbox's file events).
+    if (workspace !== undefined) {
+      const unchanged = [...index.files.keys()].filter((name) => name.startsWith('workspace/')).length;
+      return { opened: { at: record.takenAt }, taken, changes: [], total: 0, unchanged, workspace };
+    }
     const compared = await compareSandboxWithIndex(this.sessions, ref, index, 'its opening snapshot', work);
     return { opened: { at: record.takenAt }, taken, ...compared };
   }
@@ -80,8 +88,11 @@ export class OpeningSnapshots {
     return this.indexes.indexFile(path.join(this.dir, record.bundle), record.digest);
   }
 
-  /** The sandbox's snapshot record: the one kept if it is of this very sandbox, else a new one. */
-  private async ensure(ref: SandboxRef, work: WorkOptions): Promise<{ record: SnapshotRecord; taken: boolean }> {
+  /**
+   * The sandbox's snapshot record: the one kept if it is of this very sandbox, else a new one — with its workspace
+   * report when this call's snapshot is the one kept.
+   */
+  private async ensure(ref: SandboxRef, work: WorkOptions): Promise<{ record: SnapshotRecord; taken: boolean; workspace?: WorkspaceSnapshotReport }> {
     const key = sandboxKey(ref);
     const provider = this.providers.get(ref.provider);
     if (!provider) throw new SandboxError('provider_unavailable', `the ${ref.provider} provider is not available in this server`);
@@ -94,20 +105,26 @@ export class OpeningSnapshots {
       await this.touch(key);
       return { record: kept, taken: false };
     }
-    let pending = this.taking.get(key);
-    if (!pending) {
-      pending = this.take(ref, sandbox, kept, work).finally(() => this.taking.delete(key));
-      this.taking.set(key, pending);
-    }
-    return { record: await pending, taken: true };
+    // A second caller while this server takes it waits for that snapshot, and compares with it.
+    const already = this.taking.get(key);
+    if (already) return { record: (await already).record, taken: true };
+    const pending = this.take(ref, sandbox, kept, work).finally(() => this.taking.delete(key));
+    this.taking.set(key, pending);
+    return { ...(await pending), taken: true };
   }
 
-  private async take(ref: SandboxRef, sandbox: SandboxSummary, stale: SnapshotRecord | undefined, work: WorkOptions): Promise<SnapshotRecord> {
+  /** Takes a snapshot; `workspace` only when its record is the one kept (another server's may have won). */
+  private async take(
+    ref: SandboxRef,
+    sandbox: SandboxSummary,
+    stale: SnapshotRecord | undefined,
+    work: WorkOptions,
+  ): Promise<{ record: SnapshotRecord; workspace?: WorkspaceSnapshotReport }> {
     const key = sandboxKey(ref);
     await fsp.mkdir(this.dir, { recursive: true, mode: 0o700 });
     if (stale !== undefined) await this.remove(stale);
     work.progress?.('snapshot', `taking the opening snapshot of ${ref.name}`);
-    const takenAt = new Date().toISOString();
+    const takenAt = this.now().toISOString();
     const bundle = `${idOf(key)}.${randomBytes(4).toString('hex')}.tar.zst`;
     const packed = await this.sessions.captureWorkspace(ref, { sessionId: SNAPSHOT_SESSION_ID, destination: path.join(this.dir, bundle) }, work);
     await fsp.chmod(path.join(this.dir, bundle), 0o600);
@@ -128,17 +145,18 @@ export class OpeningSnapshots {
       await fsp.rm(path.join(this.dir, bundle), { force: true });
       const theirs = await readJsonRecord(this.recordFile(key), RecordSchema);
       if (theirs === undefined) throw err;
-      return theirs;
+      return { record: theirs };
     } finally {
       await fsp.rm(draft, { force: true });
     }
+    await this.touch(key);
     await this.prune();
-    return record;
+    return { record, workspace: packed.workspace };
   }
 
   /** Marks a record as compared now: the least recently compared are pruned first. */
   private async touch(key: string): Promise<void> {
-    const now = new Date();
+    const now = this.now();
     await fsp.utimes(this.recordFile(key), now, now).catch(() => undefined);
   }
 

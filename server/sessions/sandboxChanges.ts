@@ -58,8 +58,6 @@ export async function compareSandboxWithIndex(
   const sandbox = await sessions.reach(ref, work.signal);
   let tmp: string | undefined;
   try {
-    // Made once the sandbox answered (a sandbox that cannot be reached leaves no folder behind), removed in finally.
-    tmp = await fsp.mkdtemp(path.join(os.tmpdir(), 'sandbox-sessions-changes-'));
     work.progress?.('reading', `reading the workspace of ${ref.name}`);
     let scanned: ScannedWorkspace | undefined;
     // In place, unless the directory holds what only the gateway reads faithfully (a symbolic link, which it
@@ -67,6 +65,9 @@ export async function compareSandboxWithIndex(
     if (sandbox.hostRoot !== undefined) scanned = await scanWorkspace(sandbox.hostRoot).catch(unlessUnsupported);
     let judged: ReadonlyMap<string, boolean> | undefined;
     if (scanned === undefined) {
+      // Only a copy needs a folder: made here (a comparison read in place makes none, so a server killed during it
+      // leaves nothing behind), removed in finally.
+      tmp = await fsp.mkdtemp(path.join(os.tmpdir(), 'sandbox-sessions-changes-'));
       const survey = await surveyWorkspace(sandbox.client, knownWorkspaceOf(base), work.signal);
       const outline = await outlineWorkspace(sandbox.client, survey, path.join(tmp, 'copy'), work.signal);
       const inOutline = await scanWorkspace(outline.workspaceRoot, outline.tree);

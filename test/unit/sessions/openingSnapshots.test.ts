@@ -15,8 +15,8 @@ describe('opening snapshots (in process)', function () {
   this.timeout(120_000);
   let world: ActivationWorld;
   let revisions: RevisionIndexCache;
-  const openings = (name: string, sessions: SandboxSessionService, providers: ReadonlyMap<'local', SandboxProvider>, maxKept?: number) =>
-    new OpeningSnapshots(path.join(world.dir, name), sessions, providers, revisions, quietLogger(), maxKept);
+  const openings = (name: string, sessions: SandboxSessionService, providers: ReadonlyMap<'local', SandboxProvider>, maxKept?: number, now?: () => Date) =>
+    new OpeningSnapshots(path.join(world.dir, name), sessions, providers, revisions, quietLogger(), maxKept, now);
   const service = (provider: SandboxProvider) =>
     new SandboxSessionService(async () => world.repo, new Map([['local', provider]]), { kind: 'file', description: world.repoRoot }, quietLogger());
   const sandbox = async (files: Record<string, string>): Promise<{ ref: SandboxRef; root: string }> => {
@@ -64,14 +64,14 @@ describe('opening snapshots (in process)', function () {
   });
 
   it('keeps the snapshots compared most recently; one pruned is taken again when compared', async () => {
-    const kept = openings('pruned', service(world.provider), new Map([['local', world.provider]]), 2);
+    // A clock a second apart per call: the order of compares is the order of the records' times, whatever the disk's.
+    let tick = Date.parse('2026-12-04T12:00:00Z');
+    const kept = openings('pruned', service(world.provider), new Map([['local', world.provider]]), 2, () => new Date((tick += 1000)));
     const [a, b, c] = [await sandbox({ 'a.txt': 'a\n' }), await sandbox({ 'b.txt': 'b\n' }), await sandbox({ 'c.txt': 'c\n' })];
     await kept.compare(a.ref);
     await kept.compare(b.ref);
     // a compared again: b is now the least recently compared.
-    await new Promise((resolve) => setTimeout(resolve, 20));
     assert.equal((await kept.compare(a.ref)).taken, false);
-    await new Promise((resolve) => setTimeout(resolve, 20));
     await kept.compare(c.ref);
     const dir = path.join(world.dir, 'pruned');
     assert.deepEqual([fs.readdirSync(dir).filter((n) => n.endsWith('.json')).length, fs.readdirSync(dir).filter((n) => n.endsWith('.tar.zst')).length], [2, 2]);
